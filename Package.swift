@@ -1,0 +1,95 @@
+// swift-tools-version:6.1
+import Foundation
+import PackageDescription
+
+// SIMD kernels need an explicit CPU target: without one, `addProduct` lowers to calls of `fmaf`.
+// GLIMPSE_TARGET_CPU overrides the choice (e.g. `haswell` for valgrind, which rejects AVX-512).
+// Otherwise AVX-512 is used when the build machine has it, else AVX2.
+func targetCPU() -> String {
+    if let cpu = ProcessInfo.processInfo.environment["GLIMPSE_TARGET_CPU"], !cpu.isEmpty { return cpu }
+    if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8), info.contains(" avx512f ") {
+        return "skylake-avx512"
+    }
+    return "haswell"
+}
+
+let cpuFlags: [String] = ["-target-cpu", targetCPU()]
+// Compute targets are optimized in every configuration (debug too), so `swift test` in debug
+// runs real kernels at full speed. See README "Build configurations".
+let computeSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags + ["-O", "-enforce-exclusivity=unchecked"])]
+let cpuSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags)]
+
+let package = Package(
+    name: "Glimpse",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "glimpse", targets: ["glimpse"]),
+        .library(name: "GlimpseServing", targets: ["GlimpseServing"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // C libraries, from Debian's -dev packages.
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CSPNG", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
+
+        // Compute layers.
+        .target(name: "GlimpseTensor", swiftSettings: computeSettings),
+        .target(name: "GlimpseKernels", dependencies: ["GlimpseTensor"], swiftSettings: computeSettings),
+        .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
+        .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine"], swiftSettings: computeSettings),
+        .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
+
+        // Service layers.
+        .target(
+            name: "GlimpseServing",
+            dependencies: [
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+        .target(name: "GlimpseRPC", dependencies: ["GlimpseServing"], swiftSettings: cpuSettings),
+        .target(
+            name: "GlimpseServer",
+            dependencies: [
+                "GlimpseRPC",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+        .executableTarget(
+            name: "glimpse",
+            dependencies: [
+                "GlimpseServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+
+        .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
+        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseONNX"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServerTests", dependencies: ["GlimpseServer"], swiftSettings: cpuSettings),
+    ],
+    swiftLanguageModes: [.v5]
+)

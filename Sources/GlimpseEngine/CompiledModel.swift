@@ -1,0 +1,128 @@
+import GlimpseTensor
+import Synchronization
+
+/// Options for compiling a graph into an executable model.
+public struct EngineOptions: Sendable {
+    /// Intra-op threads used by one `run` call.
+    public var threads: Int
+    public init(threads: Int = 1) {
+        self.threads = max(1, threads)
+    }
+}
+
+/// Name, shape and element type of a model input or output. A dimension of -1 is dynamic (the batch).
+public struct TensorSpec: Sendable, Hashable {
+    public var name: String
+    public var shape: [Int]
+    public var dtype: DType
+    public init(name: String, shape: [Int], dtype: DType) {
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+    }
+}
+
+/// Engine errors: load-time problems (unsupported op, bad shapes) and run-time misuse (wrong input shape).
+public struct EngineError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A model ready to run: weights packed, plans cached per batch size.
+///
+/// CONTRACT (used by GlimpseServing): `run` is safe to call from several threads at once. Each call
+/// takes a plan for its batch size from a lock-protected pool (building one the first time), so
+/// concurrent calls never share buffers.
+public final class CompiledModel: @unchecked Sendable {
+    public let name: String
+    public let inputs: [TensorSpec]
+    public let outputs: [TensorSpec]
+    let graph: Graph
+    let pool: ThreadPool
+    let threads: Int
+    private let plans = Mutex<[Int: [ExecutionPlan]]>([:])
+
+    public init(name: String, inputs: [TensorSpec], outputs: [TensorSpec]) {
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.graph = Graph(name: name)
+        self.threads = 1
+        self.pool = .serial
+    }
+
+    /// Compiles an optimized graph: checks it by planning batch 1 (and 2 when the batch is
+    /// dynamic) and derives the output specs.
+    public init(graph: Graph, options: EngineOptions) throws {
+        self.name = graph.name
+        self.graph = graph
+        self.threads = options.threads
+        self.pool = ThreadPool(threads: options.threads)
+        self.inputs = graph.inputs.map { $0.spec }
+        let dynamic = graph.inputs.contains { $0.spec.shape.first == -1 }
+        let plan1 = try ExecutionPlan(graph: graph, batch: 1, threads: options.threads)
+        var outSpecs: [TensorSpec] = []
+        let plan2 = dynamic ? try ExecutionPlan(graph: graph, batch: 2, threads: options.threads) : nil
+        for (i, out) in graph.outputs.enumerated() {
+            var shape = plan1.outputTensors[i].shape.dims
+            if let p2 = plan2 {
+                let s2 = p2.outputTensors[i].shape.dims
+                if s2.count == shape.count { for d in shape.indices where s2[d] != shape[d] { shape[d] = -1 } }
+            }
+            outSpecs.append(TensorSpec(name: graph.values[out.value].name, shape: shape, dtype: out.dtype))
+        }
+        self.outputs = outSpecs
+        plans.withLock { $0[1] = [plan1] }
+    }
+
+    /// Runs the model on a batch. `inputs[i]` matches `self.inputs[i]` with the dynamic batch dimension
+    /// set. Returns one tensor per model output, batch first.
+    public func run(_ inputs: [Tensor]) throws -> [Tensor] {
+        guard inputs.count == self.inputs.count else {
+            throw EngineError("\(name): expected \(self.inputs.count) input(s), got \(inputs.count)")
+        }
+        guard !self.inputs.isEmpty else { throw EngineError("\(name): model has no inputs") }
+        let batch = inputs[0].shape.rank > 0 ? inputs[0].shape[0] : 1
+        for (t, spec) in zip(inputs, self.inputs) {
+            guard t.shape.rank == spec.shape.count,
+                  zip(t.shape.dims, spec.shape).allSatisfy({ $0.1 == -1 ? $0.0 == batch : $0.0 == $0.1 }) else {
+                throw EngineError("\(name): input '\(spec.name)' must have shape \(spec.shape) (-1 = batch), got \(t.shape)")
+            }
+            guard t.dtype == spec.dtype else {
+                throw EngineError("\(name): input '\(spec.name)' must be \(spec.dtype.rawValue), got \(t.dtype.rawValue)")
+            }
+        }
+        guard batch >= 1 else { throw EngineError("\(name): empty batch") }
+        let plan = try takePlan(batch: batch)
+        defer { plans.withLock { $0[batch, default: []].append(plan) } }
+        for (t, dst) in zip(inputs, plan.inputTensors) { TensorConversion.copy(t, into: dst) }
+        plan.execute(pool)
+        return zip(plan.outputTensors, graph.outputs).map { src, out in
+            let result = Tensor(shape: src.shape, dtype: out.dtype)
+            TensorConversion.copy(src, into: result)
+            return result
+        }
+    }
+
+    private func takePlan(batch: Int) throws -> ExecutionPlan {
+        if let plan = plans.withLock({ $0[batch]?.popLast() }) { return plan }
+        return try ExecutionPlan(graph: graph, batch: batch, threads: threads)
+    }
+}
+
+/// float32 / float16 copies between user tensors and plan buffers.
+enum TensorConversion {
+    static func copy(_ src: Tensor, into dst: Tensor) {
+        let n = min(src.count, dst.count)
+        switch (src.dtype, dst.dtype) {
+        case (.float16, .float32):
+            let s = src.rawPointer.assumingMemoryBound(to: UInt16.self), d = dst.f32
+            for i in 0..<n { d[i] = Float(Float16(bitPattern: s[i])) }
+        case (.float32, .float16):
+            let s = src.f32, d = dst.rawPointer.assumingMemoryBound(to: UInt16.self)
+            for i in 0..<n { d[i] = Float16(s[i]).bitPattern }
+        default:
+            dst.rawPointer.copyMemory(from: src.rawPointer, byteCount: min(src.byteCount, dst.byteCount))
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import GlimpseKernels
+
+/// A convolution bound to its buffers for one batch size.
+struct ConvKernel: Kernel {
+    let input: UnsafePointer<Float>
+    let output: UnsafeMutablePointer<Float>
+    let residual: UnsafePointer<Float>?
+    let batch: Int
+    let geometry: ConvGeometry
+    let group: Int
+    let outPerGroup: Int
+    let packed: UnsafePointer<Float>?
+    let plain: UnsafePointer<Float>?
+    let bias: UnsafePointer<Float>
+    let scale: UnsafePointer<Float>?
+    let activation: Activation
+    let workspace: UnsafeMutablePointer<Float>
+    let scratchPerThread: Int
+    let threads: Int
+    let retain: [AnyObject]
+
+    func run(_ pool: ThreadPool) {
+        if plain != nil { runDepthwise(pool) } else { runGemm(pool) }
+    }
+
+    private func runGemm(_ pool: ThreadPool) {
+        guard let packed else { return }
+        let g = geometry
+        let m = outPerGroup, n = g.outPixels, k = g.patchSize
+        let panels = GemmDriver.panelCount(n: n)
+        let images = batch * group
+        // Enough tasks to keep every thread busy; each task is a contiguous run of column panels.
+        let chunks = images >= threads * 2 ? 1 : min(panels, max(1, (threads * 4 + images - 1) / images))
+        let tasks = images * chunks
+        let perGroupA = GemmPacking.packedACount(m: m, k: k)
+        let inImage = g.inChannels * group * g.inPixels
+        let outImage = m * group * n
+        do {
+            let scalePtr = scale
+            let slots = min(threads, tasks)
+            pool.parallelFor(slots) { slot in
+                let scratch = workspace + slot * scratchPerThread
+                var task = slot
+                while task < tasks {
+                    let image = task / chunks, chunk = task % chunks
+                    let b = image / group, grp = image % group
+                    let lo = panels * chunk / chunks, hi = panels * (chunk + 1) / chunks
+                    let src = input + b * inImage + grp * g.inChannels * g.inPixels
+                    let dst = output + b * outImage + grp * m * n
+                    let epilogue = GemmEpilogue(
+                        rowBias: bias + grp * m,
+                        rowScale: scalePtr.map { $0 + grp * m }, roundToInteger: scalePtr != nil,
+                        residual: residual.map { $0 + b * outImage + grp * m * n }, residualStride: n,
+                        lowerBound: activation.lower, upperBound: activation.upper)
+                    let a = packed + grp * perGroupA
+                    if g.isPointwise {
+                        GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
+                                       c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
+                    } else {
+                        GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g),
+                                       c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
+                    }
+                    task += slots
+                }
+            }
+        }
+    }
+
+    private func runDepthwise(_ pool: ThreadPool) {
+        guard let plain else { return }
+        let g = geometry
+        let channels = group
+        let taps = g.kernelHeight * g.kernelWidth
+        let planes = batch * channels
+        let slots = min(threads, planes)
+        let hasResidual = residual != nil || scale != nil
+        pool.parallelFor(slots) { slot in
+            let scratch = workspace + slot * scratchPerThread
+            var p = slot
+            while p < planes {
+                let c = p % channels
+                let out = output + p * g.outPixels
+                dwconv_f32_direct(
+                    input: input + p * g.inPixels, weights: plain + c * taps, bias: bias[c], output: out,
+                    geometry: g, lowerBound: hasResidual ? -.infinity : activation.lower,
+                    upperBound: hasResidual ? .infinity : activation.upper, scratch: scratch)
+                if hasResidual {
+                    let s = scale?[c]
+                    let r = residual.map { $0 + p * g.outPixels }
+                    for i in 0..<g.outPixels {
+                        var v = out[i]
+                        if let s { v = (v * s).rounded(.toNearestOrEven) }
+                        if let r { v += r[i] }
+                        out[i] = min(max(v, activation.lower), activation.upper)
+                    }
+                }
+                p += slots
+            }
+        }
+    }
+}

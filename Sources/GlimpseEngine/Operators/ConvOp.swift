@@ -1,0 +1,101 @@
+import GlimpseKernels
+import GlimpseTensor
+
+/// 2-D convolution, NCHW. Inputs: x, W (constant), optional B (constant), optional residual
+/// (added before the activation, set by the fusion pass). Weights are packed once in `prepare`:
+/// 6-row GEMM tiles per group, or kept plain for depthwise convolutions.
+public final class ConvOp: Operator {
+    public var opType: String { "Conv" }
+    public var window: WindowAttributes
+    public var group: Int
+    public var activation = Activation()
+    /// Requantization (set for QLinearConv lowered to float): output = round((acc + b)·scale[c]).
+    public var outputScale: [Float]?
+    var packed: TensorStorage?
+    var plainWeights: Tensor?
+    var bias: [Float] = []
+    var biasStorage = Tensor(shape: [1])
+    var scaleStorage: Tensor?
+    var outChannels = 0
+    var kernel: [Int] = []
+    var inPerGroup = 0
+    var isDepthwise = false
+
+    public init(window: WindowAttributes, group: Int) {
+        self.window = window
+        self.group = group
+    }
+
+    public func prepare(constants: [Tensor?]) throws {
+        guard constants.count >= 2, let w = constants[1] else {
+            throw EngineError("weights must be a constant initializer")
+        }
+        guard w.dtype == .float32, w.shape.rank == 4 else { throw EngineError("weights must be float32 [Cout, Cin/group, KH, KW], got \(w)") }
+        guard group >= 1, w.shape[0] % group == 0 else { throw EngineError("Cout \(w.shape[0]) not divisible by group \(group)") }
+        outChannels = w.shape[0]
+        inPerGroup = w.shape[1]
+        kernel = [w.shape[2], w.shape[3]]
+        if let ks = window.kernelShape, ks != kernel { throw EngineError("kernel_shape \(ks) does not match weights \(w.shape)") }
+        if constants.count > 2, let b = constants[2] {
+            guard b.count == outChannels else { throw EngineError("bias has \(b.count) values, expected \(outChannels)") }
+            bias = b.floats()
+        } else {
+            bias = [Float](repeating: 0, count: outChannels)
+        }
+        if let s = outputScale {
+            guard s.count == outChannels else { throw EngineError("requantization scale count mismatch") }
+        }
+        biasStorage = Tensor(shape: Shape([bias.count]), floats: bias)
+        scaleStorage = outputScale.map { Tensor(shape: Shape([$0.count]), floats: $0) }
+        let m = outChannels / group
+        isDepthwise = inPerGroup == 1 && m == 1
+        if isDepthwise {
+            plainWeights = w
+            return
+        }
+        let k = inPerGroup * kernel[0] * kernel[1]
+        let perGroup = GemmPacking.packedACount(m: m, k: k)
+        let storage = TensorStorage(byteCount: perGroup * group * 4)
+        let dst = storage.bytes.assumingMemoryBound(to: Float.self)
+        for g in 0..<group {
+            GemmPacking.packA(w.f32 + g * m * k, m: m, k: k, rowStride: k, colStride: 1, into: dst + g * perGroup)
+        }
+        packed = storage
+    }
+
+    public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
+        let x = inputs[0]
+        guard x.shape.count == 4 else { throw EngineError("input must be 4-D NCHW") }
+        guard x.shape[1] == inPerGroup * group else {
+            throw EngineError("input has \(x.shape[1]) channels, weights expect \(inPerGroup * group)")
+        }
+        let g = try window.geometry(channels: inPerGroup, h: x.shape[2], w: x.shape[3], kernel: kernel)
+        let out = [x.shape[0], outChannels, g.outHeight, g.outWidth]
+        if inputs.count > 3, inputs[3] != .absent, inputs[3].shape != out {
+            throw EngineError("residual shape \(inputs[3].shape) differs from output \(out)")
+        }
+        return [ValueType(out)]
+    }
+
+    public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
+        let x = inputs[0].shape
+        guard let g = try? window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel) else { return 0 }
+        let per = isDepthwise ? DepthwiseConv.scratchCount(g) : GemmDriver.scratchCount(k: g.patchSize)
+        return threads * (per + 16)
+    }
+
+    public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
+        guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
+        let geometry = try window.geometry(channels: inPerGroup, h: x.shape[2], w: x.shape[3], kernel: kernel)
+        let residual = ctx.input(3)
+        let per = (isDepthwise ? DepthwiseConv.scratchCount(geometry) : GemmDriver.scratchCount(k: geometry.patchSize)) + 16
+        return ConvKernel(
+            input: x.f32, output: ctx.outputs[0].f32, residual: residual.map { UnsafePointer($0.f32) },
+            batch: x.shape[0], geometry: geometry, group: group, outPerGroup: outChannels / group,
+            packed: packed.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },
+            plain: plainWeights.map { UnsafePointer($0.f32) }, bias: UnsafePointer(biasStorage.f32),
+            scale: scaleStorage.map { UnsafePointer($0.f32) },
+            activation: activation, workspace: ctx.workspace, scratchPerThread: per / 16 * 16, threads: ctx.threads,
+            retain: [packed as AnyObject?, plainWeights?.storage, biasStorage.storage, scaleStorage?.storage].compactMap { $0 })
+    }
+}

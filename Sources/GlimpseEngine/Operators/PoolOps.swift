@@ -1,0 +1,82 @@
+import GlimpseKernels
+import GlimpseTensor
+
+/// MaxPool / AveragePool over NCHW planes.
+public final class PoolOp: Operator {
+    public let opType: String
+    public let kind: PoolKind
+    public var window: WindowAttributes
+
+    public init(opType: String, kind: PoolKind, window: WindowAttributes) {
+        self.opType = opType
+        self.kind = kind
+        self.window = window
+    }
+
+    func geometry(_ x: [Int]) throws -> ConvGeometry {
+        guard x.count == 4 else { throw EngineError("input must be 4-D NCHW, got \(x)") }
+        guard let ks = window.kernelShape else { throw EngineError("kernel_shape is required") }
+        return try window.geometry(channels: x[1], h: x[2], w: x[3], kernel: ks)
+    }
+
+    public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
+        let x = inputs[0].shape
+        let g = try geometry(x)
+        return [ValueType([x[0], x[1], g.outHeight, g.outWidth])]
+    }
+
+    public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
+        guard let g = try? geometry(inputs[0].shape) else { return 0 }
+        return threads * ((Pool2D.scratchCount(g) + 31) / 16 * 16)
+    }
+
+    public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
+        guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
+        let g = try geometry(x.shape.dims)
+        let planes = x.shape[0] * x.shape[1]
+        let src = UnsafePointer(x.f32), dst = ctx.outputs[0].f32
+        let per = (Pool2D.scratchCount(g) + 31) / 16 * 16
+        let ws = ctx.workspace, kind = self.kind
+        let slots = min(ctx.threads, planes)
+        return ClosureKernel { pool in
+            pool.parallelFor(slots) { slot in
+                var p = slot
+                while p < planes {
+                    pool2d_f32(input: src + p * g.inPixels, output: dst + p * g.outPixels, geometry: g,
+                               kind: kind, scratch: ws + slot * per)
+                    p += slots
+                }
+            }
+        }
+    }
+}
+
+/// GlobalAveragePool / GlobalMaxPool: [N, C, H, W] → [N, C, 1, 1].
+public final class GlobalPoolOp: Operator {
+    public let opType: String
+    public let isMax: Bool
+
+    public init(opType: String, isMax: Bool) {
+        self.opType = opType
+        self.isMax = isMax
+    }
+
+    public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
+        let x = inputs[0].shape
+        guard x.count >= 3 else { throw EngineError("input must be at least 3-D, got \(x)") }
+        return [ValueType([x[0], x[1]] + [Int](repeating: 1, count: x.count - 2))]
+    }
+
+    public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
+        guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
+        let planes = x.shape[0] * x.shape[1]
+        let size = x.count / max(planes, 1)
+        let src = UnsafePointer(x.f32), dst = ctx.outputs[0].f32
+        let isMax = self.isMax
+        return ClosureKernel { _ in
+            for p in 0..<planes {
+                dst[p] = isMax ? reduce_max_f32(src + p * size, count: size) : reduce_sum_f32(src + p * size, count: size) / Float(size)
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import GlimpseTensor
+
+/// Conv → Add(constant per-channel bias) becomes the Conv's bias.
+public enum FuseConvBias {
+    public static func run(_ graph: Graph) throws {
+        var uses = graph.useCounts()
+        let producers = graph.producers()
+        var removed = Set<Int>()
+        for (i, node) in graph.nodes.enumerated() {
+            guard let add = node.op as? BinaryOp, add.kind == .add, add.activation.isIdentity else { continue }
+            for (x, c) in [(node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])] {
+                guard let p = producers[x], !removed.contains(p), uses[x] == 1,
+                      let conv = graph.nodes[p].op as? ConvOp, conv.activation.isIdentity,
+                      graph.nodes[p].inputs.count <= 3, let bias = graph.constant(c),
+                      let w = graph.constant(graph.nodes[p].inputs[1]), bias.dtype == .float32 else { continue }
+                let cout = w.shape[0]
+                let dims = bias.shape.dims
+                // Accept [C], [C,1,1], [1,C,1,1].
+                let nonOne = dims.enumerated().filter { $0.element != 1 }
+                guard bias.count == cout, nonOne.count <= 1, dims.count <= 4,
+                      cout == 1 || dims.count == 1 || (dims.count >= 3 && nonOne.first?.offset == dims.count - 3) else { continue }
+                let old = graph.nodes[p].inputs.count > 2 ? graph.constant(graph.nodes[p].inputs[2]) : nil
+                let merged = Tensor(shape: Shape([cout]), dtype: .float32)
+                for k in 0..<cout { merged.f32[k] = bias.f32[k] + (old?.f32[k] ?? 0) }
+                let b = graph.addValue(name: graph.values[c].name + "_fused_bias", constant: merged)
+                uses.append(1)
+                if graph.nodes[p].inputs.count > 2 { graph.nodes[p].inputs[2] = b } else { graph.nodes[p].inputs.append(b) }
+                graph.nodes[p].outputs = node.outputs
+                removed.insert(i)
+                break
+            }
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
+    }
+}
+
+/// Conv/Gemm/Add followed by Relu or a constant Clip: the bounds move into the producer's epilogue.
+public enum FuseActivation {
+    public static func run(_ graph: Graph) throws {
+        let uses = graph.useCounts()
+        let producers = graph.producers()
+        var removed = Set<Int>()
+        for (i, node) in graph.nodes.enumerated() {
+            guard let act = node.op as? UnaryOp else { continue }
+            let kind: GlimpseKernels_UnaryBounds
+            do {
+                guard let b = try? act.resolvedKind(node.inputs.map { graph.constant($0) }) else { continue }
+                switch b {
+                case .relu: kind = (0, .infinity)
+                case .clip(let lo, let hi): kind = (lo, hi)
+                default: continue
+                }
+            }
+            if node.inputs.dropFirst().contains(where: { $0 != Graph.noValue && !graph.isConstant($0) }) { continue }
+            let x = node.inputs[0]
+            guard let p = producers[x], !removed.contains(p), uses[x] == 1, !graph.isGraphOutput(x) else { continue }
+            let target = graph.nodes[p].op
+            let current: Activation
+            if let c = target as? ConvOp { current = c.activation }
+            else if let g = target as? GemmOp { current = g.activation }
+            else if let b = target as? BinaryOp, b.kind == .add { current = b.activation }
+            else { continue }
+            let fused = Activation(lower: max(current.lower, kind.0), upper: min(current.upper, kind.1))
+            if let c = target as? ConvOp { c.activation = fused }
+            else if let g = target as? GemmOp { g.activation = fused }
+            else if let b = target as? BinaryOp { b.activation = fused }
+            graph.nodes[p].outputs = node.outputs
+            removed.insert(i)
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
+    }
+}
+
+typealias GlimpseKernels_UnaryBounds = (Float, Float)
+
+/// Conv → Add(other activation of the same shape): the other operand becomes the Conv's residual,
+/// added in the GEMM store (ResNet/MobileNet shortcuts).
+public enum FuseResidualAdd {
+    public static func run(_ graph: Graph) throws {
+        let uses = graph.useCounts()
+        let producers = graph.producers()
+        var removed = Set<Int>()
+        var position = [Int: Int]()
+        for (i, n) in graph.nodes.enumerated() { for o in n.outputs { position[o] = i } }
+        for (i, node) in graph.nodes.enumerated() {
+            guard let add = node.op as? BinaryOp, add.kind == .add, node.inputs.count == 2 else { continue }
+            for (x, other) in [(node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])] {
+                guard !graph.isConstant(other), let p = producers[x], !removed.contains(p), uses[x] == 1,
+                      let conv = graph.nodes[p].op as? ConvOp, conv.activation.isIdentity, conv.outputScale == nil,
+                      graph.nodes[p].inputs.count <= 3 else { continue }
+                // The residual must be computed before the conv runs.
+                if let op = position[other], op > p { continue }
+                while graph.nodes[p].inputs.count < 3 { graph.nodes[p].inputs.append(Graph.noValue) }
+                graph.nodes[p].inputs.append(other)
+                conv.activation = add.activation
+                graph.nodes[p].outputs = node.outputs
+                removed.insert(i)
+                break
+            }
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
+    }
+}

@@ -1,0 +1,167 @@
+import GlimpseTensor
+
+/// Everything needed to run a graph for one batch size: concrete shapes, buffers assigned by
+/// liveness, scratch, and bound kernels. Built once per batch size; `execute` allocates nothing.
+/// A plan is used by one thread at a time (`CompiledModel` keeps a pool of them).
+final class ExecutionPlan {
+    let batch: Int
+    let inputTensors: [Tensor]
+    let outputTensors: [Tensor]
+    private let kernels: [any Kernel]
+    private let storages: [TensorStorage]
+    private let workspace: TensorStorage
+
+    /// Types of every value for this batch size (nil where unreachable).
+    let types: [ValueType?]
+
+    init(graph: Graph, batch: Int, threads: Int) throws {
+        self.batch = batch
+        let count = graph.values.count
+        var types = [ValueType?](repeating: nil, count: count)
+        var known = [Tensor?](repeating: nil, count: count)
+        for (i, v) in graph.values.enumerated() where v.constant != nil {
+            known[i] = v.constant
+            types[i] = ValueType(v.constant!.shape.dims, v.constant!.dtype)
+        }
+        for input in graph.inputs {
+            let shape = input.spec.shape.map { $0 < 0 ? batch : $0 }
+            types[input.value] = ValueType(shape, .float32)
+        }
+        // 1. Types, and folding of values that only depend on constants and shapes.
+        var live: [Int] = []   // nodes that run
+        for (index, node) in graph.nodes.enumerated() {
+            let inTypes: [ValueType] = try node.inputs.map { v in
+                if v == Graph.noValue { return .absent }
+                guard let t = types[v] else {
+                    throw EngineError("\(graph.name): \(node.label) reads '\(graph.values[v].name)', which no node produces")
+                }
+                return t
+            }
+            let consts = node.inputs.map { $0 == Graph.noValue ? nil : known[$0] }
+            do {
+                let allConst = zip(node.inputs, consts).allSatisfy { $0.0 == Graph.noValue || $0.1 != nil }
+                if allConst || node.op.foldFromTypes(inTypes) != nil {
+                    let outs = try allConst
+                        ? Evaluator.evaluate(node.op, inputs: consts, label: node.label)
+                        : node.op.foldFromTypes(inTypes)!
+                    for (o, t) in zip(node.outputs, outs) {
+                        known[o] = t
+                        types[o] = ValueType(t.shape.dims, t.dtype)
+                    }
+                    continue
+                }
+                let outTypes = try node.op.inferTypes(inTypes, constants: consts)
+                guard outTypes.count >= node.outputs.count else {
+                    throw EngineError("produced \(outTypes.count) outputs, graph expects \(node.outputs.count)")
+                }
+                for (o, t) in zip(node.outputs, outTypes) { types[o] = t }
+                live.append(index)
+            } catch let e as EngineError {
+                throw EngineError("\(graph.name): \(node.label): \(e.description) (inputs \(inTypes))")
+            }
+        }
+        self.types = types
+
+        // 2. Buffers: views share their source's buffer; buffers are reused once dead.
+        var root = Array(0..<count)
+        for i in live where graph.nodes[i].op.isView {
+            let n = graph.nodes[i]
+            if known[n.inputs[0]] == nil { root[n.outputs[0]] = root[n.inputs[0]] }
+        }
+        var lastUse = [Int](repeating: -1, count: count)
+        for (pos, i) in live.enumerated() {
+            for v in graph.nodes[i].inputs where v != Graph.noValue { lastUse[root[v]] = max(lastUse[root[v]], pos) }
+        }
+        for o in graph.outputs { lastUse[root[o.value]] = Int.max }
+        for inp in graph.inputs { lastUse[root[inp.value]] = Int.max }
+
+        var slotSize: [Int] = []
+        var slotOf = [Int](repeating: -1, count: count)
+        var free: [Int] = []
+        func bytes(_ v: Int) -> Int { (types[v]?.count ?? 0) * (types[v]?.dtype.byteSize ?? 4) }
+        func assign(_ v: Int) {
+            let need = bytes(v)
+            var best = -1
+            for (j, s) in free.enumerated() where slotSize[s] >= need {
+                if best < 0 || slotSize[s] < slotSize[free[best]] { best = j }
+            }
+            if best < 0, let largest = free.indices.max(by: { slotSize[free[$0]] < slotSize[free[$1]] }) {
+                best = largest
+                slotSize[free[best]] = need
+            }
+            if best >= 0 {
+                slotOf[v] = free.remove(at: best)
+            } else {
+                slotSize.append(need)
+                slotOf[v] = slotSize.count - 1
+            }
+        }
+        for inp in graph.inputs { assign(inp.value) }
+        for (pos, i) in live.enumerated() {
+            let n = graph.nodes[i]
+            for o in n.outputs where root[o] == o && known[o] == nil { assign(o) }
+            var released = Set<Int>()
+            for v in n.inputs where v != Graph.noValue && known[v] == nil {
+                let r = root[v]
+                if lastUse[r] == pos, slotOf[r] >= 0, !released.contains(r) {
+                    released.insert(r)
+                    free.append(slotOf[r])
+                }
+            }
+            for o in n.outputs where root[o] == o && known[o] == nil && lastUse[o] < pos {
+                free.append(slotOf[o])  // produced but never read
+            }
+        }
+        let storages = slotSize.map { TensorStorage(byteCount: max($0, 4)) }
+        var tensors = [Tensor?](repeating: nil, count: count)
+        func tensor(_ v: Int) -> Tensor? {
+            if let k = known[v] { return k }
+            if let t = tensors[v] { return t }
+            guard let type = types[v], slotOf[root[v]] >= 0 else { return nil }
+            let t = Tensor(shape: Shape(type.shape), dtype: type.dtype, storage: storages[slotOf[root[v]]])
+            tensors[v] = t
+            return t
+        }
+
+        // 3. Kernels.
+        var wsFloats = 0
+        for i in live {
+            let n = graph.nodes[i]
+            let inT = n.inputs.map { $0 == Graph.noValue ? ValueType.absent : types[$0]! }
+            let outT = n.outputs.map { types[$0]! }
+            wsFloats = max(wsFloats, n.op.workspaceFloats(inT, outT, threads: threads))
+        }
+        let workspace = TensorStorage(byteCount: max(wsFloats, 16) * 4 + 64)
+        var kernels: [any Kernel] = []
+        for i in live {
+            let n = graph.nodes[i]
+            if n.op.isView { continue }
+            let ctx = KernelContext(
+                inputs: n.inputs.map { $0 == Graph.noValue ? nil : tensor($0) },
+                outputs: n.outputs.compactMap { tensor($0) },
+                workspace: workspace.bytes.assumingMemoryBound(to: Float.self), threads: threads)
+            do {
+                kernels.append(try n.op.makeKernel(ctx))
+            } catch let e as EngineError {
+                throw EngineError("\(graph.name): \(n.label): \(e.description)")
+            }
+        }
+        self.kernels = kernels
+        self.storages = storages
+        self.workspace = workspace
+        self.inputTensors = try graph.inputs.map { inp in
+            guard let t = tensor(inp.value) else { throw EngineError("\(graph.name): input '\(inp.spec.name)' has no buffer") }
+            return t
+        }
+        self.outputTensors = try graph.outputs.map { out in
+            guard let t = tensor(out.value) else {
+                throw EngineError("\(graph.name): output '\(graph.values[out.value].name)' is never computed")
+            }
+            return t
+        }
+    }
+
+    func execute(_ pool: ThreadPool) {
+        for k in kernels { k.run(pool) }
+    }
+}

@@ -1,0 +1,89 @@
+/// Writes 8-bit RGBX rows into the model's input slot: channel order, inversion, scale,
+/// mean/std, layout (NCHW/NHWC) and dtype (float32/float16) in one pass, without a full-size copy.
+///
+/// Each output channel's value is a function of one byte, so it is read from a 256-entry table:
+/// table[c][v] = ((invert ? 255 − v : v) × scale − mean[c]) / std[c]. Gray is Pillow's
+/// `convert("L")`: L = (R×19595 + G×38470 + B×7471 + 0x8000) >> 16 (ITU-R 601-2).
+/// Padding (fit mode, or a crop larger than the image) is 0 after normalization.
+struct Normalizer {
+    let spec: Preprocessing
+    let destination: UnsafeMutableRawPointer
+    private var table32: [Float]
+    private var table16: [UInt16]
+    /// Byte offset in an RGBX pixel of each output channel.
+    private let sourceChannel: (Int, Int, Int)
+
+    init(spec: Preprocessing, destination: UnsafeMutableRawPointer) throws {
+        let c = spec.channels
+        guard spec.mean.count >= c, spec.std.count >= c else {
+            throw ImageError(.corrupt, "preprocessing needs \(c) mean and std values, got \(spec.mean.count) and \(spec.std.count)")
+        }
+        guard spec.dtype == .float32 || spec.dtype == .float16 else {
+            throw ImageError(.unsupportedFormat, "model input type \(spec.dtype.rawValue) is not supported; expected float32 or float16")
+        }
+        self.spec = spec
+        self.destination = destination
+        var t = [Float](repeating: 0, count: 256 * c)
+        for ch in 0..<c {
+            let std = spec.std[ch] == 0 ? 1 : spec.std[ch]
+            for v in 0..<256 {
+                let raw = Float(spec.invert ? 255 - v : v)
+                t[ch * 256 + v] = (raw * spec.scale - spec.mean[ch]) / std
+            }
+        }
+        table32 = t
+        table16 = spec.dtype == .float16 ? t.map { Float16($0).bitPattern } : []
+        sourceChannel = spec.channelOrder == .bgr ? (2, 1, 0) : (0, 1, 2)
+    }
+
+    /// Zero-fills the whole slot (used before writing when part of it is padding).
+    func zeroAll() {
+        destination.initializeMemory(as: UInt8.self, repeating: 0, count: spec.byteCount)
+    }
+
+    /// Writes `count` pixels of `row` at output row `y`, starting at output column `x0`.
+    func write(row: UnsafePointer<UInt8>, y: Int, x0: Int, count: Int) {
+        if spec.dtype == .float16 {
+            table16.withUnsafeBufferPointer { write(row, y, x0, count, $0, as: UInt16.self) }
+        } else {
+            table32.withUnsafeBufferPointer { write(row, y, x0, count, $0, as: Float.self) }
+        }
+    }
+
+    @inline(__always)
+    private func write<T>(_ row: UnsafePointer<UInt8>, _ y: Int, _ x0: Int, _ count: Int,
+                          _ table: UnsafeBufferPointer<T>, as: T.Type) {
+        guard let lut = table.baseAddress else { return }
+        let w = spec.width, h = spec.height
+        let out = destination.assumingMemoryBound(to: T.self)
+        if spec.channelOrder == .gray {
+            let dst = out + y * w + x0   // one channel: NCHW and NHWC coincide
+            for x in 0..<count {
+                let p = row + x * 4
+                let l = (UInt32(p[0]) &* 19595 &+ UInt32(p[1]) &* 38470 &+ UInt32(p[2]) &* 7471 &+ 0x8000) >> 16
+                dst[x] = lut[Int(l)]
+            }
+            return
+        }
+        let (s0, s1, s2) = sourceChannel
+        let t0 = lut, t1 = lut + 256, t2 = lut + 512
+        if spec.layout == .nchw {
+            let plane = w * h
+            let d0 = out + y * w + x0, d1 = d0 + plane, d2 = d1 + plane
+            for x in 0..<count {
+                let p = row + x * 4
+                d0[x] = t0[Int(p[s0])]
+                d1[x] = t1[Int(p[s1])]
+                d2[x] = t2[Int(p[s2])]
+            }
+        } else {
+            let d = out + (y * w + x0) * 3
+            for x in 0..<count {
+                let p = row + x * 4
+                d[3 * x] = t0[Int(p[s0])]
+                d[3 * x + 1] = t1[Int(p[s1])]
+                d[3 * x + 2] = t2[Int(p[s2])]
+            }
+        }
+    }
+}

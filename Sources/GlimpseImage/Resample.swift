@@ -1,0 +1,113 @@
+/// Two-pass (horizontal, then vertical) fixed-point resampling of RGBX pixels, bit-exact with
+/// Pillow's 8-bit `ImagingResample` (intermediate rounded to 8 bits, as Pillow does), computing
+/// only the output window that survives the crop. Rows are handed to `sink` as they are finished,
+/// so the full resized image never exists.
+enum Resample {
+    /// Resizes `source` per `geometry` and calls `sink(row, outputY)` for each valid output row with
+    /// `geometry.validX.count` RGBX pixels.
+    static func run(_ source: PixelBuffer, geometry g: CropGeometry,
+                    sink: (UnsafePointer<UInt8>, Int) -> Void) throws {
+        let validX = g.validX, validY = g.validY
+        guard !validX.isEmpty, !validY.isEmpty else { return }
+        let xs = (validX.lowerBound + g.offsetX)..<(validX.upperBound + g.offsetX)   // resized columns
+        let ys = (validY.lowerBound + g.offsetY)..<(validY.upperBound + g.offsetY)   // resized rows
+        let needH = source.width != g.resizedWidth
+        let needV = source.height != g.resizedHeight
+        let vAxis = needV ? ResampleAxis(inSize: source.height, outSize: g.resizedHeight, outputs: ys) : nil
+        let rows = vAxis?.inputRange ?? ys
+        let n = xs.count
+
+        // Horizontal pass (or a view of the source when the width is unchanged).
+        let temp: PixelBuffer?
+        let tempBase: UnsafePointer<UInt8>
+        let tempStride: Int
+        if needH {
+            let hAxis = ResampleAxis(inSize: source.width, outSize: g.resizedWidth, outputs: xs)
+            let t = try PixelBuffer(width: n, height: rows.count)
+            horizontal(source, rows: rows, axis: hAxis, into: t)
+            temp = t
+            tempBase = UnsafePointer(t.base)
+            tempStride = t.rowBytes
+        } else {
+            temp = nil
+            tempBase = UnsafePointer(source.base + rows.lowerBound * source.rowBytes + xs.lowerBound * 4)
+            tempStride = source.rowBytes
+        }
+
+        guard let vAxis else {
+            for (i, y) in validY.enumerated() { sink(tempBase + i * tempStride, y) }
+            withExtendedLifetime(temp) {}
+            return
+        }
+        let rowBytes = n * 4
+        let line = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes + 64)
+        defer { line.deallocate() }
+        for (i, y) in validY.enumerated() {
+            let first = vAxis.starts[i] - rows.lowerBound
+            vAxis.weights.withUnsafeBufferPointer { w in
+                guard let weights = w.baseAddress else { return }
+                vertical(tempBase + first * tempStride, stride: tempStride, taps: vAxis.taps,
+                         weights: weights + i * vAxis.taps, count: rowBytes, into: line)
+            }
+            sink(UnsafePointer(line), y)
+        }
+        withExtendedLifetime(temp) {}
+    }
+
+    /// Horizontal pass over `rows` of `source` into `out` (one row per source row).
+    static func horizontal(_ source: PixelBuffer, rows: Range<Int>, axis: ResampleAxis, into out: PixelBuffer) {
+        let taps = axis.taps
+        let half = Int32(1) << (ResampleAxis.precisionBits - 1)
+        axis.weights.withUnsafeBufferPointer { wb in
+            axis.starts.withUnsafeBufferPointer { sb in
+                guard let weights = wb.baseAddress, let starts = sb.baseAddress else { return }
+                for (r, y) in rows.enumerated() {
+                    let src = UnsafeRawPointer(source.base + y * source.rowBytes)
+                    let dst = UnsafeMutableRawPointer(out.base + r * out.rowBytes)
+                    for x in 0..<out.width {
+                        var acc = SIMD4<Int32>(repeating: half)
+                        let p = src + starts[x] * 4
+                        let k = weights + x * taps
+                        for t in 0..<taps {
+                            let px = p.loadUnaligned(fromByteOffset: t * 4, as: SIMD4<UInt8>.self)
+                            acc &+= SIMD4<Int32>(truncatingIfNeeded: px) &* k[t]
+                        }
+                        dst.storeBytes(of: clip8(acc), toByteOffset: x * 4, as: SIMD4<UInt8>.self)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Vertical pass: one output row = Σ weights[t] × row(first + t), over `count` bytes.
+    @inline(__always)
+    static func vertical(_ first: UnsafePointer<UInt8>, stride: Int, taps: Int, weights: UnsafePointer<Int32>,
+                         count: Int, into out: UnsafeMutablePointer<UInt8>) {
+        let half = Int32(1) << (ResampleAxis.precisionBits - 1)
+        var i = 0
+        // The buffers carry 64 bytes of slack, so the last block may run past `count`.
+        while i < count {
+            var acc = SIMD16<Int32>(repeating: half)
+            var p = UnsafeRawPointer(first + i)
+            for t in 0..<taps {
+                let v = p.loadUnaligned(as: SIMD16<UInt8>.self)
+                acc &+= SIMD16<Int32>(truncatingIfNeeded: v) &* weights[t]
+                p += stride
+            }
+            UnsafeMutableRawPointer(out + i).storeBytes(of: clip8(acc), as: SIMD16<UInt8>.self)
+            i += 16
+        }
+    }
+
+    @inline(__always)
+    static func clip8(_ acc: SIMD4<Int32>) -> SIMD4<UInt8> {
+        let s = acc &>> ResampleAxis.precisionBits
+        return SIMD4<UInt8>(truncatingIfNeeded: s.clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255)))
+    }
+
+    @inline(__always)
+    static func clip8(_ acc: SIMD16<Int32>) -> SIMD16<UInt8> {
+        let s = acc &>> ResampleAxis.precisionBits
+        return SIMD16<UInt8>(truncatingIfNeeded: s.clamped(lowerBound: .zero, upperBound: SIMD16(repeating: 255)))
+    }
+}

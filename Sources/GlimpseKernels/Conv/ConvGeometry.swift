@@ -1,0 +1,44 @@
+/// Shape of a 2-D convolution or pooling window over one NCHW image (per group for convolutions).
+public struct ConvGeometry: Sendable, Hashable {
+    public var inChannels: Int
+    public var inHeight: Int
+    public var inWidth: Int
+    public var kernelHeight: Int
+    public var kernelWidth: Int
+    public var strideH: Int
+    public var strideW: Int
+    public var dilationH: Int
+    public var dilationW: Int
+    public var padTop: Int
+    public var padLeft: Int
+    public var outHeight: Int
+    public var outWidth: Int
+
+    public init(inChannels: Int, inHeight: Int, inWidth: Int, kernelHeight: Int, kernelWidth: Int,
+                strideH: Int, strideW: Int, dilationH: Int, dilationW: Int, padTop: Int, padLeft: Int,
+                outHeight: Int, outWidth: Int) {
+        self.inChannels = inChannels
+        self.inHeight = inHeight
+        self.inWidth = inWidth
+        self.kernelHeight = kernelHeight
+        self.kernelWidth = kernelWidth
+        self.strideH = strideH
+        self.strideW = strideW
+        self.dilationH = dilationH
+        self.dilationW = dilationW
+        self.padTop = padTop
+        self.padLeft = padLeft
+        self.outHeight = outHeight
+        self.outWidth = outWidth
+    }
+
+    /// Rows of the im2col matrix: Cin·KH·KW.
+    public var patchSize: Int { inChannels * kernelHeight * kernelWidth }
+    public var outPixels: Int { outHeight * outWidth }
+    public var inPixels: Int { inHeight * inWidth }
+
+    /// True when the convolution is a plain GEMM over the input (1×1, stride 1, no padding).
+    public var isPointwise: Bool {
+        kernelHeight == 1 && kernelWidth == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0
+    }
+}

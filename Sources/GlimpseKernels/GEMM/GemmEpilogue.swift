@@ -1,0 +1,72 @@
+/// What a GEMM kernel does to each accumulator before storing it (XNNPACK-style fused epilogue).
+///
+/// Order: `v = acc + rowBias[m] + colBias[n]`, then `v *= rowScale[m]` and rounding to the nearest
+/// integer (ties to even) for requantization, then `v += residual[m, n]`, then clamp to
+/// `[lowerBound, upperBound]` (ReLU is `[0, +inf]`, ReLU6 `[0, 6]`).
+/// Pointers are indexed from the tile's first row/column (see `offset(row:col:)`).
+public struct GemmEpilogue {
+    public var rowBias: UnsafePointer<Float>?
+    public var colBias: UnsafePointer<Float>?
+    public var rowScale: UnsafePointer<Float>?
+    public var roundToInteger: Bool
+    public var residual: UnsafePointer<Float>?
+    public var residualStride: Int
+    public var lowerBound: Float
+    public var upperBound: Float
+
+    public init(rowBias: UnsafePointer<Float>? = nil, colBias: UnsafePointer<Float>? = nil,
+                rowScale: UnsafePointer<Float>? = nil, roundToInteger: Bool = false,
+                residual: UnsafePointer<Float>? = nil, residualStride: Int = 0,
+                lowerBound: Float = -.infinity, upperBound: Float = .infinity) {
+        self.rowBias = rowBias
+        self.colBias = colBias
+        self.rowScale = rowScale
+        self.roundToInteger = roundToInteger
+        self.residual = residual
+        self.residualStride = residualStride
+        self.lowerBound = lowerBound
+        self.upperBound = upperBound
+    }
+
+    public static let none = GemmEpilogue()
+
+    /// The epilogue as seen by the tile whose top-left element is (row, col).
+    @inlinable
+    public func offset(row: Int, col: Int) -> GemmEpilogue {
+        var e = self
+        e.rowBias = rowBias.map { $0 + row }
+        e.colBias = colBias.map { $0 + col }
+        e.rowScale = rowScale.map { $0 + row }
+        e.residual = residual.map { $0 + row * residualStride + col }
+        return e
+    }
+
+    /// Applies the epilogue to 16 consecutive columns `col..<col+16` of row `row`.
+    @inline(__always)
+    public func apply(_ acc: SIMD16<Float>, row: Int, col: Int) -> SIMD16<Float> {
+        var v = acc
+        if let rb = rowBias { v += SIMD16(repeating: rb[row]) }
+        if let cb = colBias { v += UnsafeRawPointer(cb + col).loadUnaligned(as: SIMD16<Float>.self) }
+        if let rs = rowScale {
+            v *= SIMD16(repeating: rs[row])
+        }
+        if roundToInteger { v.round(.toNearestOrEven) }
+        if let r = residual {
+            v += UnsafeRawPointer(r + row * residualStride + col).loadUnaligned(as: SIMD16<Float>.self)
+        }
+        v.clamp(lowerBound: SIMD16(repeating: lowerBound), upperBound: SIMD16(repeating: upperBound))
+        return v
+    }
+
+    /// Scalar form of `apply` for one element.
+    @inline(__always)
+    public func apply(_ acc: Float, row: Int, col: Int) -> Float {
+        var v = acc
+        if let rb = rowBias { v += rb[row] }
+        if let cb = colBias { v += cb[col] }
+        if let rs = rowScale { v *= rs[row] }
+        if roundToInteger { v.round(.toNearestOrEven) }
+        if let r = residual { v += r[row * residualStride + col] }
+        return Swift.min(Swift.max(v, lowerBound), upperBound)
+    }
+}

@@ -1,0 +1,99 @@
+/// Register tile of the main GEMM kernel: 6 rows (broadcast from packed A) × 32 columns (two
+/// 16-float vectors of packed B), 12 zmm accumulators.
+public enum GemmTile {
+    public static let mr = 6
+    public static let nr = 32
+}
+
+/// C[0..<rows, 0..<cols] (+)= A·B over `kc` steps, with A packed as kc × 6 (zero-padded rows) and B
+/// packed as kc × 32 (zero-padded columns). `accumulate` adds to C's current contents (for K blocks
+/// after the first); `epilogue` (already offset to this tile) is applied on the last K block only.
+@inline(__always)
+public func gemm_f32_6x32_avx512(
+    kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
+    c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, cols: Int,
+    accumulate: Bool, epilogue: GemmEpilogue?
+) {
+    var c00 = SIMD16<Float>(), c01 = SIMD16<Float>()
+    var c10 = SIMD16<Float>(), c11 = SIMD16<Float>()
+    var c20 = SIMD16<Float>(), c21 = SIMD16<Float>()
+    var c30 = SIMD16<Float>(), c31 = SIMD16<Float>()
+    var c40 = SIMD16<Float>(), c41 = SIMD16<Float>()
+    var c50 = SIMD16<Float>(), c51 = SIMD16<Float>()
+    var ap = UnsafeRawPointer(a)
+    var bp = UnsafeRawPointer(b)
+    var k = kc
+    while k > 0 {
+        let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
+        let b1 = bp.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+        let a0 = SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self))
+        c00.addProduct(a0, b0); c01.addProduct(a0, b1)
+        let a1 = SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self))
+        c10.addProduct(a1, b0); c11.addProduct(a1, b1)
+        let a2 = SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self))
+        c20.addProduct(a2, b0); c21.addProduct(a2, b1)
+        let a3 = SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self))
+        c30.addProduct(a3, b0); c31.addProduct(a3, b1)
+        let a4 = SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self))
+        c40.addProduct(a4, b0); c41.addProduct(a4, b1)
+        let a5 = SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self))
+        c50.addProduct(a5, b0); c51.addProduct(a5, b1)
+        ap += 24
+        bp += 128
+        k -= 1
+    }
+    let store = GemmTileStore(c: c, ldc: ldc, rows: rows, cols: cols, accumulate: accumulate, epilogue: epilogue)
+    store.row(0, c00, c01)
+    store.row(1, c10, c11)
+    store.row(2, c20, c21)
+    store.row(3, c30, c31)
+    store.row(4, c40, c41)
+    store.row(5, c50, c51)
+}
+
+/// Stores the rows of a finished register tile, handling row/column tails and the epilogue.
+@usableFromInline
+struct GemmTileStore {
+    let c: UnsafeMutablePointer<Float>
+    let ldc: Int
+    let rows: Int
+    let cols: Int
+    let accumulate: Bool
+    let epilogue: GemmEpilogue?
+
+    @inline(__always)
+    init(c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, cols: Int, accumulate: Bool, epilogue: GemmEpilogue?) {
+        self.c = c
+        self.ldc = ldc
+        self.rows = rows
+        self.cols = cols
+        self.accumulate = accumulate
+        self.epilogue = epilogue
+    }
+
+    @inline(__always)
+    func row(_ r: Int, _ v0: SIMD16<Float>, _ v1: SIMD16<Float>) {
+        guard r < rows else { return }
+        half(r, 0, v0)
+        half(r, 16, v1)
+    }
+
+    @inline(__always)
+    func half(_ r: Int, _ col: Int, _ acc: SIMD16<Float>) {
+        let dst = c + r * ldc + col
+        let valid = cols - col
+        if valid >= 16 {
+            var v = acc
+            if accumulate { v += UnsafeRawPointer(dst).loadUnaligned(as: SIMD16<Float>.self) }
+            if let e = epilogue { v = e.apply(v, row: r, col: col) }
+            UnsafeMutableRawPointer(dst).storeBytes(of: v, as: SIMD16<Float>.self)
+        } else if valid > 0 {
+            for j in 0..<valid {
+                var v = acc[j]
+                if accumulate { v += dst[j] }
+                if let e = epilogue { v = e.apply(v, row: r, col: col + j) }
+                dst[j] = v
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import GlimpseImage
+import GlimpseServing
+
+/// The method table of the Glimpse JSON-RPC API.
+public enum GlimpseMethods {
+    public static func table(service: InferenceService, startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
+        [
+            "classify": { params, _ in try await classify(service: service, params: params) },
+            "models.list": { params, _ in
+                _ = try Params(params, method: "models.list")
+                return .object(["models": .array(service.registry.all.map(describe))])
+            },
+            "health": { _, _ in
+                .object(["status": "ok", "models": .int(service.registry.all.count),
+                         "uptime_s": .double((Date().timeIntervalSince(startedAt) * 1000).rounded() / 1000)])
+            },
+        ]
+    }
+
+    static let classifyParams: Set<String> = ["image", "images", "model", "top_k", "crop"]
+
+    static func classify(service: InferenceService, params: JSONValue?) async throws -> JSONValue {
+        let p = try Params(params, method: "classify")
+        try p.rejectUnknown(allowed: classifyParams, method: "classify")
+        let single = try p.string("image")
+        let many = try p.stringArray("images")
+        if single != nil && many != nil { throw RPCError.invalidParams("give either \"image\" or \"images\", not both") }
+        guard let model = try p.string("model") else {
+            let names = service.registry.all.map(\.name).joined(separator: ", ")
+            throw RPCError.invalidParams("missing \"model\"; loaded models: \(names.isEmpty ? "none" : names)")
+        }
+        let topK = try p.int("top_k", in: 1...service.configuration.maxTopK) ?? 5
+        var crop: CropMode?
+        if let c = try p.string("crop") {
+            guard let mode = CropMode(rawValue: c) else {
+                throw RPCError.invalidParams("\"crop\" must be one of center, fit, fill; got \"\(c)\"")
+            }
+            crop = mode
+        }
+        let images: [[UInt8]]
+        if let single {
+            images = [try Base64.decode(single, field: "image")]
+        } else if let many {
+            guard !many.isEmpty else { throw RPCError.invalidParams("\"images\" is empty") }
+            guard many.count <= service.configuration.maxImagesPerCall else {
+                throw RPCError.invalidParams("\(many.count) images in one call; the limit is \(service.configuration.maxImagesPerCall)", reason: "too_many_images")
+            }
+            images = try many.enumerated().map { try Base64.decode($1, field: "images[\($0)]") }
+        } else {
+            throw RPCError.invalidParams("missing \"image\" (a base64 JPEG or PNG) or \"images\"")
+        }
+        let results = try await service.classify(ClassifyRequest(images: images, model: model, topK: topK, crop: crop))
+        let encoded = results.map(encode)
+        return single != nil ? encoded[0] : .array(encoded)
+    }
+
+    static func rounded(_ ms: Double) -> JSONValue { .double((ms * 1000).rounded() / 1000) }
+
+    static func score(_ f: Float) -> JSONValue { .double(Double("\(f)") ?? Double(f)) }
+
+    public static func encode(_ r: ClassifyResult) -> JSONValue {
+        .object([
+            "model": .string(r.model),
+            "variant": .string(r.variant),
+            "version": .string(r.version),
+            "predictions": .array(r.predictions.map {
+                .object(["label": .string($0.label), "index": .int($0.index), "score": score($0.score)])
+            }),
+            "timing_ms": .object(["queue": rounded(r.timing.queue), "decode": rounded(r.timing.decode),
+                                  "inference": rounded(r.timing.inference), "total": rounded(r.timing.total)]),
+            "batch_size": .int(r.batchSize),
+            "image": .object(["format": .string(r.image.format), "width": .int(r.image.width), "height": .int(r.image.height)]),
+        ])
+    }
+
+    static func describe(_ m: LoadedModel) -> JSONValue {
+        let p = m.metadata.preprocessing
+        return .object([
+            "name": .string(m.name),
+            "family": .string(m.metadata.family),
+            "variant": .string(m.metadata.variant),
+            "version": .string(m.metadata.version),
+            "file": .string(m.metadata.file),
+            "size_bytes": .int(m.fileBytes),
+            "labels": .int(m.labels.count),
+            "inputs": .array(m.model.inputs.map { .object(["name": .string($0.name), "shape": .array($0.shape.map { .int($0) }), "dtype": .string($0.dtype.rawValue)]) }),
+            "outputs": .array(m.model.outputs.map { .object(["name": .string($0.name), "shape": .array($0.shape.map { .int($0) }), "dtype": .string($0.dtype.rawValue)]) }),
+            "preprocessing": .object([
+                "width": .int(p.width), "height": .int(p.height),
+                "resize_short_side": p.resizeShortSide.map { .int($0) } ?? .null,
+                "crop": .string(p.crop.rawValue), "channel_order": .string(p.channelOrder.rawValue),
+                "layout": .string(p.layout.rawValue), "scale": .double(Double(p.scale)),
+                "mean": .array(p.mean.map { .double(Double($0)) }), "std": .array(p.std.map { .double(Double($0)) }),
+                "dtype": .string(p.dtype.rawValue),
+            ]),
+        ])
+    }
+}

@@ -1,0 +1,143 @@
+import Logging
+
+/// What the transport sends back for one HTTP request carrying JSON-RPC.
+public struct RPCHTTPResponse: Sendable {
+    /// JSON body; empty when every call was a notification.
+    public var body: [UInt8]
+    /// 200, or 503 when a single call was refused for overload, or 204 when there is no body.
+    public var status: Int
+    /// Seconds for `Retry-After`, with 503.
+    public var retryAfterSeconds: Int?
+}
+
+/// Per-request context handed to method handlers.
+public struct RPCContext: Sendable {
+    public var apiKeyRole: String?
+    public init(apiKeyRole: String? = nil) { self.apiKeyRole = apiKeyRole }
+}
+
+/// JSON-RPC 2.0 dispatch: parses a body (single call or batch), validates each call, runs the method
+/// handlers (batch entries concurrently) and assembles the response exactly as the specification says.
+public final class RPCDispatcher: Sendable {
+    public typealias Handler = @Sendable (_ params: JSONValue?, _ context: RPCContext) async throws -> JSONValue
+
+    private let methods: [String: Handler]
+    public let maxBatchLength: Int
+    let logger: Logger
+    let onCall: @Sendable (_ method: String, _ error: RPCError?) -> Void
+
+    public init(methods: [String: Handler], maxBatchLength: Int = 256, logger: Logger = Logger(label: "glimpse.rpc"),
+                onCall: @escaping @Sendable (String, RPCError?) -> Void = { _, _ in }) {
+        self.methods = methods
+        self.maxBatchLength = maxBatchLength
+        self.logger = logger
+        self.onCall = onCall
+    }
+
+    public var methodNames: [String] { methods.keys.sorted() }
+
+    public func handle(body: [UInt8], context: RPCContext = .init()) async -> RPCHTTPResponse {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(body)
+        } catch {
+            let e = RPCError.parseError("\(error)")
+            onCall("", e)
+            return respond(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]))
+        }
+        switch document {
+        case .array(let calls):
+            guard !calls.isEmpty else {
+                return respond(errorResponse(id: .null, .invalidRequest("empty batch array")))
+            }
+            guard calls.count <= maxBatchLength else {
+                return respond(errorResponse(id: .null, .invalidRequest("batch of \(calls.count) calls; the limit is \(maxBatchLength)")))
+            }
+            let replies = await withTaskGroup(of: (Int, JSONValue?).self) { group in
+                for (i, call) in calls.enumerated() {
+                    group.addTask { (i, await self.handleCall(call, context: context).reply) }
+                }
+                var out = [JSONValue?](repeating: nil, count: calls.count)
+                for await (i, reply) in group { out[i] = reply }
+                return out.compactMap { $0 }
+            }
+            if replies.isEmpty { return RPCHTTPResponse(body: [], status: 204, retryAfterSeconds: nil) }
+            return respond(.array(replies))
+        default:
+            let (reply, error) = await handleCall(document, context: context)
+            guard let reply else { return RPCHTTPResponse(body: [], status: 204, retryAfterSeconds: nil) }
+            if let error, error.code == RPCError.overloadedCode {
+                let ms = error.data?["retry_after_ms"]?.intValue ?? 1000
+                return RPCHTTPResponse(body: reply.serialized(), status: 503, retryAfterSeconds: max(1, (ms + 999) / 1000))
+            }
+            return respond(reply)
+        }
+    }
+
+    func respond(_ value: JSONValue) -> RPCHTTPResponse {
+        RPCHTTPResponse(body: value.serialized(), status: 200, retryAfterSeconds: nil)
+    }
+
+    func errorResponse(id: JSONValue, _ error: RPCError) -> JSONValue {
+        .object(["jsonrpc": "2.0", "id": id, "error": error.json])
+    }
+
+    /// Runs one call. `reply` is nil for a notification.
+    func handleCall(_ call: JSONValue, context: RPCContext) async -> (reply: JSONValue?, error: RPCError?) {
+        guard case .object(let object) = call else {
+            let e = RPCError.invalidRequest("a request must be a JSON object, got \(call.typeName)")
+            onCall("", e)
+            return (errorResponse(id: .null, e), e)
+        }
+        // The id, when valid, is echoed even in errors about the rest of the request.
+        let idMember = object["id"]
+        var id: JSONValue = .null
+        if let idMember {
+            switch idMember {
+            case .string, .int, .double, .null: id = idMember
+            default:
+                let e = RPCError.invalidRequest("\"id\" must be a string, a number or null, got \(idMember.typeName)")
+                onCall("", e)
+                return (errorResponse(id: .null, e), e)
+            }
+        }
+        guard object["jsonrpc"] == .string("2.0") else {
+            let e = RPCError.invalidRequest("\"jsonrpc\" must be exactly \"2.0\"")
+            onCall("", e)
+            return (errorResponse(id: id, e), e)
+        }
+        guard case .string(let method)? = object["method"] else {
+            let e = RPCError.invalidRequest("\"method\" must be a string")
+            onCall("", e)
+            return (errorResponse(id: id, e), e)
+        }
+        let params = object["params"]
+        if let params {
+            switch params {
+            case .object, .array: break
+            default:
+                let e = RPCError.invalidRequest("\"params\" must be an object or an array, got \(params.typeName)")
+                onCall(method, e)
+                return (errorResponse(id: id, e), e)
+            }
+        }
+        let isNotification = idMember == nil
+        guard let handler = methods[method] else {
+            let e = RPCError.methodNotFound(method)
+            onCall(method, e)
+            return (isNotification ? nil : errorResponse(id: id, e), e)
+        }
+        do {
+            let result = try await handler(params, context)
+            onCall(method, nil)
+            return (isNotification ? nil : .object(["jsonrpc": "2.0", "id": id, "result": result]), nil)
+        } catch {
+            let (e, isInternal) = RPCError.from(error)
+            if isInternal {
+                logger.error("internal error in \(method): \(String(describing: error))")
+            }
+            onCall(method, e)
+            return (isNotification ? nil : errorResponse(id: id, e), e)
+        }
+    }
+}

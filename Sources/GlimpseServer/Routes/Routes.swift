@@ -1,0 +1,99 @@
+import Foundation
+import GlimpseImage
+import GlimpseRPC
+import GlimpseServing
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+enum Routes {
+    static func add(to router: Router<BasicRequestContext>, configuration: ServerConfiguration, service: InferenceService,
+                    dispatcher: RPCDispatcher, state: ServerState, metricsText: (@Sendable () -> [UInt8])?) {
+        let maxBody = configuration.maxBodyBytes
+
+        router.post("/rpc") { request, _ -> Response in
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: maxBody)
+            } catch {
+                let e = RPCError.invalidRequest("request body is larger than the limit of \(maxBody) bytes")
+                return json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .contentTooLarge)
+            }
+            let reply = await dispatcher.handle(body: Array(buffer: body))
+            var headers = HTTPFields()
+            if let retry = reply.retryAfterSeconds { headers[.retryAfter] = String(retry) }
+            if reply.body.isEmpty {
+                return Response(status: .noContent, headers: headers)
+            }
+            headers[.contentType] = "application/json"
+            return Response(status: .init(code: reply.status), headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+        }
+
+        router.post("/v1/classify") { request, _ -> Response in
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: maxBody)
+            } catch {
+                return restError(.invalidParams("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
+            }
+            let query = request.uri.queryParameters
+            guard let model = query.get("model") else {
+                return restError(.invalidParams("missing query parameter \"model\""), status: .badRequest)
+            }
+            var topK = 5
+            if let k = query.get("top_k") {
+                guard let v = Int(k), v >= 1, v <= service.configuration.maxTopK else {
+                    return restError(.invalidParams("top_k must be an integer between 1 and \(service.configuration.maxTopK)"), status: .badRequest)
+                }
+                topK = v
+            }
+            var crop: CropMode?
+            if let c = query.get("crop") {
+                guard let mode = CropMode(rawValue: c) else {
+                    return restError(.invalidParams("crop must be one of center, fit, fill"), status: .badRequest)
+                }
+                crop = mode
+            }
+            do {
+                let results = try await service.classify(ClassifyRequest(images: [Array(buffer: body)], model: model, topK: topK, crop: crop))
+                return json(GlimpseMethods.encode(results[0]), status: .ok)
+            } catch {
+                let (e, _) = RPCError.from(error)
+                return restError(e, status: e.code == RPCError.overloadedCode ? .serviceUnavailable : (e.code == RPCError.invalidParamsCode ? .badRequest : .internalServerError))
+            }
+        }
+
+        router.get("/healthz") { _, _ -> Response in
+            json(["status": "ok"], status: .ok)
+        }
+
+        router.get("/readyz") { _, _ -> Response in
+            let models = service.registry.all.count
+            let ready = models > 0 && !state.draining
+            return json(["ready": .bool(ready), "models": .int(models), "draining": .bool(state.draining)],
+                        status: ready ? .ok : .serviceUnavailable)
+        }
+
+        router.get("/metrics") { _, _ -> Response in
+            guard let metricsText else { return Response(status: .notFound) }
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
+        }
+    }
+
+    static func json(_ value: JSONValue, status: HTTPResponse.Status) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: value.serialized())))
+    }
+
+    static func restError(_ error: RPCError, status: HTTPResponse.Status) -> Response {
+        var response = json(.object(["error": error.json]), status: status)
+        if status == .serviceUnavailable, let ms = error.data?["retry_after_ms"]?.intValue {
+            response.headers[.retryAfter] = String(max(1, (ms + 999) / 1000))
+        }
+        return response
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import GlimpseEngine
+import GlimpseTensor
+
+/// Monotonic nanoseconds.
+@inline(__always)
+func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// The result of one item of a batch.
+struct BatchItemResult: Sendable {
+    /// The item's slice of the model's first output, as float32.
+    var scores: [Float]
+    var batchSize: Int
+    var queueNanos: UInt64
+    var inferenceNanos: UInt64
+}
+
+/// Drives a `BatchScheduler` for one model: owns the waiting items and the worker threads that
+/// run batches on the engine. Workers are OS threads, never event loops.
+final class BatchQueue: @unchecked Sendable {
+    private struct Pending {
+        var input: Tensor
+        var enqueuedAt: UInt64
+        var continuation: CheckedContinuation<BatchItemResult, any Error>
+    }
+
+    let model: CompiledModel
+    let itemShape: [Int]
+    let inputDType: DType
+    private let condition = NSCondition()
+    private var scheduler: BatchScheduler
+    private var pending: [Pending] = []
+    private var stopping = false
+    private var runningWorkers = 0
+    private let onBatch: @Sendable (Int, UInt64) -> Void
+
+    init(model: CompiledModel, configuration: BatchScheduler.Configuration, workers: Int,
+         onBatch: @escaping @Sendable (_ size: Int, _ nanos: UInt64) -> Void = { _, _ in }) throws {
+        guard let spec = model.inputs.first else { throw EngineError("model \(model.name) has no inputs") }
+        self.model = model
+        self.itemShape = Array(spec.shape.dropFirst())
+        self.inputDType = spec.dtype
+        var config = configuration
+        // A model whose batch dimension is fixed at 1 runs items one at a time.
+        if spec.shape.first != -1 { config.maxBatchSize = 1 }
+        self.scheduler = BatchScheduler(configuration: config, workers: workers)
+        self.onBatch = onBatch
+        runningWorkers = max(1, workers)
+        for i in 0..<max(1, workers) {
+            let thread = Thread { [self] in self.workLoop() }
+            thread.name = "glimpse-batch-\(model.name)-\(i)"
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+    }
+
+    var queueLength: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return scheduler.queueLength
+    }
+
+    /// Queues one preprocessed item (shape `itemShape`) and waits for its batch to run.
+    func submit(_ input: Tensor) async throws -> BatchItemResult {
+        try await withCheckedThrowingContinuation { continuation in
+            condition.lock()
+            if stopping {
+                condition.unlock()
+                continuation.resume(throwing: ServingError.modelUnavailable("model \(model.name) is shutting down"))
+                return
+            }
+            let now = monotonicNanos()
+            switch scheduler.enqueue(now: now) {
+            case .accepted:
+                pending.append(Pending(input: input, enqueuedAt: now, continuation: continuation))
+                condition.signal()
+                condition.unlock()
+            case .rejected(let reason, let retry):
+                condition.unlock()
+                continuation.resume(throwing: ServingError.overloaded(reason: reason, retryAfterMs: Int((retry + 999_999) / 1_000_000)))
+            }
+        }
+    }
+
+    /// Stops accepting; workers finish what is queued, then exit.
+    func shutdown() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func workLoop() {
+        condition.lock()
+        while true {
+            let now = monotonicNanos()
+            switch scheduler.next(now: stopping ? UInt64.max : now) {
+            case .dispatch(let count):
+                let batch = Array(pending.prefix(count))
+                pending.removeFirst(count)
+                condition.unlock()
+                let start = monotonicNanos()
+                run(batch, startedAt: start)
+                let took = monotonicNanos() - start
+                onBatch(batch.count, took)
+                condition.lock()
+                scheduler.batchDone(size: batch.count, durationNanos: took)
+                condition.broadcast()
+            case .waitUntil(let due):
+                let seconds = Double(due &- now) / 1e9
+                _ = condition.wait(until: Date().addingTimeInterval(seconds))
+            case .idle:
+                if stopping && scheduler.queueLength == 0 {
+                    runningWorkers -= 1
+                    condition.unlock()
+                    return
+                }
+                condition.wait()
+            }
+        }
+    }
+
+    private func run(_ batch: [Pending], startedAt: UInt64) {
+        do {
+            let n = batch.count
+            let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
+            let itemBytes = input.byteCount / n
+            for (i, item) in batch.enumerated() {
+                guard item.input.byteCount == itemBytes else {
+                    throw EngineError("input item has \(item.input.byteCount) bytes, the model expects \(itemBytes)")
+                }
+                (input.rawPointer + i * itemBytes).copyMemory(from: item.input.rawPointer, byteCount: itemBytes)
+            }
+            let outputs = try model.run([input])
+            let inferenceNanos = monotonicNanos() - startedAt
+            guard let output = outputs.first, output.shape.rank >= 1, output.shape[0] == n else {
+                throw EngineError("model \(model.name) returned no batch output")
+            }
+            for (i, item) in batch.enumerated() {
+                item.continuation.resume(returning: BatchItemResult(
+                    scores: output.item(i).floats(), batchSize: n,
+                    queueNanos: startedAt - item.enqueuedAt, inferenceNanos: inferenceNanos))
+            }
+        } catch {
+            for item in batch { item.continuation.resume(throwing: error) }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import GlimpseEngine
+import GlimpseImage
+import GlimpseTensor
+import Logging
+
+/// One prediction of a classification.
+public struct Prediction: Sendable, Hashable {
+    public var label: String
+    public var index: Int
+    public var score: Float
+}
+
+/// Milliseconds spent in each stage of one image's request.
+public struct StageTiming: Sendable, Hashable {
+    public var queue: Double
+    public var decode: Double
+    public var inference: Double
+    public var total: Double
+}
+
+/// What `classify` returns for one image.
+public struct ClassifyResult: Sendable {
+    public var model: String
+    public var variant: String
+    public var version: String
+    public var predictions: [Prediction]
+    public var timing: StageTiming
+    public var batchSize: Int
+    public var image: ImageInfo
+}
+
+/// A classification request, after the RPC layer has parsed and checked the parameters.
+public struct ClassifyRequest: Sendable {
+    public var images: [[UInt8]]
+    public var model: String
+    public var topK: Int
+    public var crop: CropMode?
+
+    public init(images: [[UInt8]], model: String, topK: Int = 5, crop: CropMode? = nil) {
+        self.images = images
+        self.model = model
+        self.topK = topK
+        self.crop = crop
+    }
+}
+
+/// The serving facade: models, decode threads and batching queues.
+public final class InferenceService: Sendable {
+    public let configuration: ServingConfiguration
+    public let registry: ModelRegistry
+    let decodePool: ComputePool
+    let logger: Logger
+
+    public init(configuration: ServingConfiguration = .init(), logger: Logger = Logger(label: "glimpse.serving")) {
+        self.configuration = configuration
+        self.logger = logger
+        self.registry = ModelRegistry(configuration: configuration, logger: logger)
+        self.decodePool = ComputePool(threads: configuration.decodeThreads, name: "glimpse-decode")
+    }
+
+    /// Classifies each image of the request; results come back in request order.
+    public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
+        guard let model = registry.model(named: request.model) else {
+            let known = registry.all.map(\.name).joined(separator: ", ")
+            throw ServingError.unknownModel("unknown model \"\(request.model)\"; loaded models: \(known.isEmpty ? "none" : known)")
+        }
+        guard !request.images.isEmpty else { throw ServingError.badParameter("no image given") }
+        guard request.images.count <= configuration.maxImagesPerCall else {
+            throw ServingError.badParameter("\(request.images.count) images in one call; the limit is \(configuration.maxImagesPerCall)")
+        }
+        guard request.topK >= 1 && request.topK <= configuration.maxTopK else {
+            throw ServingError.badParameter("top_k must be between 1 and \(configuration.maxTopK)")
+        }
+        return try await withThrowingTaskGroup(of: (Int, ClassifyResult).self) { group in
+            for (i, image) in request.images.enumerated() {
+                group.addTask { (i, try await self.classifyOne(image, model: model, topK: request.topK, crop: request.crop)) }
+            }
+            var results = [ClassifyResult?](repeating: nil, count: request.images.count)
+            for try await (i, r) in group { results[i] = r }
+            return results.compactMap { $0 }
+        }
+    }
+
+    func classifyOne(_ bytes: [UInt8], model: LoadedModel, topK: Int, crop: CropMode?) async throws -> ClassifyResult {
+        let start = monotonicNanos()
+        let spec = model.metadata.preprocessing
+        let queue = model.queue
+        let limits = configuration.imageLimits
+        let (tensor, info) = try await decodePool.run { () throws -> (Tensor, ImageInfo) in
+            let tensor = Tensor(shape: Shape(queue.itemShape), dtype: queue.inputDType)
+            guard tensor.byteCount == spec.byteCount else {
+                throw ServingError.modelUnavailable("model \(model.name): preprocessing makes \(spec.byteCount) bytes but the model input \(queue.itemShape) needs \(tensor.byteCount)")
+            }
+            let info = try bytes.withUnsafeBytes { raw in
+                try ImagePipeline.preprocess(raw, spec: spec, crop: crop, limits: limits, into: tensor.rawPointer)
+            }
+            return (tensor, info)
+        }
+        let decoded = monotonicNanos()
+        let item = try await queue.submit(tensor)
+        let end = monotonicNanos()
+        ServingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
+        ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
+        ServingMetrics.recordStage("total", model: model.name, nanos: end - start)
+        let predictions = TopK.select(scores: item.scores, k: topK).map {
+            Prediction(label: model.label($0.index), index: $0.index, score: $0.score)
+        }
+        return ClassifyResult(
+            model: model.metadata.family, variant: model.metadata.variant, version: model.metadata.version,
+            predictions: predictions,
+            timing: StageTiming(queue: Double(item.queueNanos) / 1e6, decode: Double(decoded - start) / 1e6,
+                                inference: Double(item.inferenceNanos) / 1e6, total: Double(end - start) / 1e6),
+            batchSize: item.batchSize, image: info)
+    }
+
+    /// Stops the queues after their queued work.
+    public func shutdown() {
+        registry.shutdown()
+        decodePool.shutdown()
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import GlimpseEngine
+import GlimpseImage
+import GlimpseTensor
+
+/// A model that is loaded, compiled and has a batching queue.
+public final class LoadedModel: @unchecked Sendable {
+    public let metadata: ModelMetadata
+    public let model: CompiledModel
+    public let labels: [String]
+    public let fileBytes: Int
+    public let loadedAt: Date
+    let queue: BatchQueue
+
+    init(metadata: ModelMetadata, model: CompiledModel, labels: [String], fileBytes: Int, queue: BatchQueue) {
+        self.metadata = metadata
+        self.model = model
+        self.labels = labels
+        self.fileBytes = fileBytes
+        self.loadedAt = Date()
+        self.queue = queue
+    }
+
+    public var name: String { metadata.name }
+
+    /// Label of class `index`, or `class_<index>` when the model has no (or too few) labels.
+    public func label(_ index: Int) -> String {
+        index >= 0 && index < labels.count ? labels[index] : "class_\(index)"
+    }
+}
+
+/// Reads label files: one label per line; blank lines are kept as empty labels only inside the file.
+enum LabelLoader {
+    static func load(metadata: ModelMetadata, directory: String, classes: Int?) -> [String] {
+        var candidates: [String] = []
+        if let file = metadata.labelsFile { candidates.append((directory as NSString).appendingPathComponent(file)) }
+        let stem = (metadata.file as NSString).deletingPathExtension
+        candidates.append((directory as NSString).appendingPathComponent(stem + ".labels.txt"))
+        candidates.append((directory as NSString).appendingPathComponent("labels.txt"))
+        if classes == 1000 {
+            candidates.append((directory as NSString).appendingPathComponent("imagenet_classes.txt"))
+            candidates.append((directory as NSString).appendingPathComponent("labels/imagenet_classes.txt"))
+            candidates.append(((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent("labels/imagenet_classes.txt"))
+        }
+        for path in candidates {
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            var lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map {
+                String($0).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            while lines.last == "" { lines.removeLast() }
+            if classes == nil || lines.count == classes { return lines }
+        }
+        if let classes, classes == 10, metadata.preprocessing.channelOrder == .gray {
+            return (0..<10).map(String.init)
+        }
+        return []
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GlimpseEngine
+import GlimpseONNX
+import Logging
+
+/// The models the server can run, by name.
+public final class ModelRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var models: [String: LoadedModel] = [:]
+    let configuration: ServingConfiguration
+    let logger: Logger
+
+    init(configuration: ServingConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public var all: [LoadedModel] {
+        lock.lock()
+        defer { lock.unlock() }
+        return models.values.sorted { $0.name < $1.name }
+    }
+
+    public func model(named name: String) -> LoadedModel? {
+        lock.lock()
+        defer { lock.unlock() }
+        return models[name]
+    }
+
+    /// Loads one model; on failure the registry is unchanged and the error says why.
+    @discardableResult
+    public func load(_ metadata: ModelMetadata, directory: String) throws -> LoadedModel {
+        let path = (directory as NSString).appendingPathComponent(metadata.file)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
+            throw ServingError.modelUnavailable("model file \(metadata.file) not found")
+        }
+        let compiled = try ONNXLoader.load(path: path, options: EngineOptions(threads: configuration.engineThreads))
+        guard let output = compiled.outputs.first else { throw EngineError("model \(metadata.name) has no outputs") }
+        let classes = output.shape.dropFirst().reduce(1) { $0 * max(1, $1) }
+        let labels = LabelLoader.load(metadata: metadata, directory: directory, classes: classes)
+        let name = metadata.name
+        let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel) { size, nanos in
+            ServingMetrics.recordBatch(model: name, size: size, nanos: nanos)
+        }
+        let loaded = LoadedModel(metadata: metadata, model: compiled, labels: labels,
+                                 fileBytes: (attributes[.size] as? Int) ?? 0, queue: queue)
+        lock.lock()
+        let old = models.updateValue(loaded, forKey: metadata.name)
+        lock.unlock()
+        old?.queue.shutdown()
+        return loaded
+    }
+
+    /// Loads every described model of a folder. Returns what failed, by file; never throws.
+    public func loadDirectory(_ directory: String) -> [String] {
+        let (found, issues) = ModelDirectory.scan(directory)
+        var problems = issues.map(\.description)
+        for metadata in found {
+            do {
+                try load(metadata, directory: directory)
+                logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)"])
+            } catch {
+                problems.append("\(metadata.file): \(error)")
+            }
+        }
+        return problems
+    }
+
+    public func unload(_ name: String) -> Bool {
+        lock.lock()
+        let old = models.removeValue(forKey: name)
+        lock.unlock()
+        old?.queue.shutdown()
+        return old != nil
+    }
+
+    func shutdown() {
+        for model in all { model.queue.shutdown() }
+    }
+}

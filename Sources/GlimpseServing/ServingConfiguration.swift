@@ -1,0 +1,34 @@
+import Foundation
+import GlimpseImage
+
+/// Settings of the serving layer.
+public struct ServingConfiguration: Sendable {
+    /// Threads that decode and preprocess images.
+    public var decodeThreads: Int
+    /// Intra-op threads of the engine for one batch.
+    public var engineThreads: Int
+    /// Batch workers per model.
+    public var workersPerModel: Int
+    public var batching: BatchScheduler.Configuration
+    public var imageLimits: ImageLimits
+    /// Most images in one `classify` call.
+    public var maxImagesPerCall: Int
+    /// Largest `top_k`.
+    public var maxTopK: Int
+
+    public init(decodeThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
+                engineThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
+                workersPerModel: Int = 1,
+                batching: BatchScheduler.Configuration = .init(),
+                imageLimits: ImageLimits = .init(),
+                maxImagesPerCall: Int = 64,
+                maxTopK: Int = 100) {
+        self.decodeThreads = max(1, decodeThreads)
+        self.engineThreads = max(1, engineThreads)
+        self.workersPerModel = max(1, workersPerModel)
+        self.batching = batching
+        self.imageLimits = imageLimits
+        self.maxImagesPerCall = max(1, maxImagesPerCall)
+        self.maxTopK = max(1, maxTopK)
+    }
+}

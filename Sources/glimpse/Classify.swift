@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import GlimpseImage
+import GlimpseServing
+
+struct Classify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Classify an image file without a server and print the top predictions.")
+
+    @Argument(help: "JPEG or PNG file.") var image: String
+    @Option(help: "Model name (see `glimpse models list`).") var model: String
+    @Option(help: "How many predictions to print.") var topK: Int = 5
+    @Option(help: "center, fit or fill (default: the model's).") var crop: String?
+    @OptionGroup var modelOptions: ModelOptions
+
+    func run() async throws {
+        guard let data = FileManager.default.contents(atPath: image) else {
+            throw ValidationError("cannot read \(image)")
+        }
+        var cropMode: CropMode?
+        if let crop {
+            guard let c = CropMode(rawValue: crop) else { throw ValidationError("crop must be center, fit or fill") }
+            cropMode = c
+        }
+        let service = InferenceService(configuration: .init(engineThreads: modelOptions.threads))
+        defer { service.shutdown() }
+        let (found, _) = ModelDirectory.scan(modelOptions.models)
+        guard let metadata = found.first(where: { $0.name == model }) else {
+            throw ValidationError("no model \"\(model)\" in \(modelOptions.models); available: \(found.map(\.name).joined(separator: ", "))")
+        }
+        try service.registry.load(metadata, directory: modelOptions.models)
+        let results = try await service.classify(ClassifyRequest(images: [[UInt8](data)], model: model, topK: topK, crop: cropMode))
+        let r = results[0]
+        print("\(image): \(r.image.format) \(r.image.width)x\(r.image.height), model \(model)")
+        for (rank, p) in r.predictions.enumerated() {
+            print(String(format: "%2d. %-32@ index %4d  score %.5f", rank + 1, p.label as NSString, p.index, p.score))
+        }
+        print(String(format: "decode %.2f ms, inference %.2f ms, total %.2f ms", r.timing.decode, r.timing.inference, r.timing.total))
+    }
+}

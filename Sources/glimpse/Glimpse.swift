@@ -1,0 +1,27 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct Glimpse: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "glimpse",
+        abstract: "Image classification over HTTP/2 JSON-RPC, on a SIMD CNN engine.",
+        subcommands: [Serve.self, Classify.self, Models.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// Options shared by the commands that load models.
+struct ModelOptions: ParsableArguments {
+    @Option(name: .long, help: "Folder of .onnx models with sidecar JSON or a models.json manifest.")
+    var models: String = ModelOptions.defaultFolder
+
+    @Option(name: .long, help: "Intra-op threads of the engine (default: all cores).")
+    var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    /// `models/` of the current folder, else the one beside the executable's package.
+    static var defaultFolder: String {
+        if FileManager.default.fileExists(atPath: "models") { return "models" }
+        return "models"
+    }
+}
