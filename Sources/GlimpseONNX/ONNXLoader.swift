@@ -1,3 +1,4 @@
+import Foundation
 import GlimpseEngine
 import GlimpseTensor
 
@@ -6,11 +7,24 @@ public enum ONNXLoader {
     /// Reads, imports and compiles the model at `path`. Errors name the file, and for unsupported
     /// operators the op type and node name.
     public static func load(path: String, options: EngineOptions = .init()) throws -> CompiledModel {
-        throw EngineError("ONNX import not implemented yet (\(path))")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw EngineError("cannot read model file \(path)")
+        }
+        let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        return try load(bytes: [UInt8](data), name: name, options: options)
     }
 
     /// Same as `load(path:)`, from bytes already in memory; `name` is used in error messages.
     public static func load(bytes: [UInt8], name: String, options: EngineOptions = .init()) throws -> CompiledModel {
-        throw EngineError("ONNX import not implemented yet (\(name))")
+        let graph = try importGraph(bytes: bytes, name: name)
+        try GraphOptimizer.optimize(graph)
+        return try CompiledModel(graph: graph, options: options)
+    }
+
+    /// Parses and imports without optimizing (for tests and tools).
+    public static func importGraph(bytes: [UInt8], name: String) throws -> Graph {
+        guard !bytes.isEmpty else { throw EngineError("\(name): empty model file") }
+        let model = try ONNXModel(bytes: bytes, name: name)
+        return try ONNXImporter.importGraph(model, name: name)
     }
 }

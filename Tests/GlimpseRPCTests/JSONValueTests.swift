@@ -5,7 +5,7 @@ final class JSONValueTests: XCTestCase {
     func testRoundTrip() throws {
         let text = #"{"a":[1,-2,3.5,true,false,null],"b":"x\"y\\z\n\u00e9\ud83d\ude00","c":{}}"#
         let v = try JSONValue.parse(Array(text.utf8))
-        XCTAssertEqual(v["a"], [1, -2, 3.5, true, false, nil])
+        XCTAssertEqual(v["a"], [1, -2, 3.5, true, false, .null])
         XCTAssertEqual(v["b"], .string("x\"y\\z\né😀"))
         XCTAssertEqual(try JSONValue.parse(v.serialized()), v)
     }

@@ -11,6 +11,10 @@ public final class GemmOp: Operator {
     public var alpha: Float
     public var beta: Float
     public var activation = Activation()
+    /// Requantization (QLinearMatMul lowered to float): per-column (or single) output scale, and
+    /// rounding to integers.
+    public var outputScale: [Float]?
+    var scaleTensor: Tensor?
     var packedB: TensorStorage?
     var biasTensor: Tensor?
     var k = 0
@@ -51,6 +55,12 @@ public final class GemmOp: Operator {
             for j in 0..<n { bias.f32[j] = beta * values[values.count == 1 ? 0 : j] }
             biasTensor = bias
         }
+        if let s = outputScale {
+            guard s.count == n || s.count == 1 else { throw EngineError("output scale count \(s.count) differs from N = \(n)") }
+            let t = Tensor(shape: Shape([n + 16]), dtype: .float32)
+            for j in 0..<n { t.f32[j] = s[s.count == 1 ? 0 : j] }
+            scaleTensor = t
+        }
     }
 
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
@@ -80,12 +90,13 @@ public final class GemmOp: Operator {
         let bp = UnsafePointer(packedB.bytes.assumingMemoryBound(to: Float.self))
         let bias = biasTensor.map { UnsafePointer($0.f32) }
         let act = activation
-        let retained = (packedB, biasTensor)
+        let scale = scaleTensor.map { UnsafePointer($0.f32) }
+        let retained = (packedB, biasTensor, scaleTensor)
         let panels = GemmDriver.panelCount(n: n)
         return ClosureKernel { pool in
             withExtendedLifetime(retained) {
                 GemmPacking.packA(src, m: m, k: k, rowStride: transA ? 1 : k, colStride: transA ? m : 1, into: packedA)
-                let epilogue = GemmEpilogue(colBias: bias, lowerBound: act.lower, upperBound: act.upper)
+                let epilogue = GemmEpilogue(colBias: bias, colScale: scale, roundToInteger: scale != nil, lowerBound: act.lower, upperBound: act.upper)
                 let chunks = min(panels, ctx.threads)
                 pool.parallelFor(chunks) { c in
                     let lo = panels * c / chunks, hi = panels * (c + 1) / chunks

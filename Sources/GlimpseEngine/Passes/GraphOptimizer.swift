@@ -4,6 +4,7 @@ import GlimpseTensor
 public enum GraphOptimizer {
     public static func optimize(_ graph: Graph) throws {
         try ConstantFolding.run(graph)
+        try LowerQuantizedOps.run(graph)
         try FoldBatchNorm.run(graph)
         try FuseConvBias.run(graph)
         try FuseActivation.run(graph)

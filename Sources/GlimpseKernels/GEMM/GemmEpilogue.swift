@@ -1,6 +1,6 @@
 /// What a GEMM kernel does to each accumulator before storing it (XNNPACK-style fused epilogue).
 ///
-/// Order: `v = acc + rowBias[m] + colBias[n]`, then `v *= rowScale[m]` and rounding to the nearest
+/// Order: `v = acc + rowBias[m] + colBias[n]`, then `v *= rowScale[m]·colScale[n]` and rounding to the nearest
 /// integer (ties to even) for requantization, then `v += residual[m, n]`, then clamp to
 /// `[lowerBound, upperBound]` (ReLU is `[0, +inf]`, ReLU6 `[0, 6]`).
 /// Pointers are indexed from the tile's first row/column (see `offset(row:col:)`).
@@ -8,6 +8,7 @@ public struct GemmEpilogue {
     public var rowBias: UnsafePointer<Float>?
     public var colBias: UnsafePointer<Float>?
     public var rowScale: UnsafePointer<Float>?
+    public var colScale: UnsafePointer<Float>?
     public var roundToInteger: Bool
     public var residual: UnsafePointer<Float>?
     public var residualStride: Int
@@ -15,12 +16,13 @@ public struct GemmEpilogue {
     public var upperBound: Float
 
     public init(rowBias: UnsafePointer<Float>? = nil, colBias: UnsafePointer<Float>? = nil,
-                rowScale: UnsafePointer<Float>? = nil, roundToInteger: Bool = false,
+                rowScale: UnsafePointer<Float>? = nil, colScale: UnsafePointer<Float>? = nil, roundToInteger: Bool = false,
                 residual: UnsafePointer<Float>? = nil, residualStride: Int = 0,
                 lowerBound: Float = -.infinity, upperBound: Float = .infinity) {
         self.rowBias = rowBias
         self.colBias = colBias
         self.rowScale = rowScale
+        self.colScale = colScale
         self.roundToInteger = roundToInteger
         self.residual = residual
         self.residualStride = residualStride
@@ -37,6 +39,7 @@ public struct GemmEpilogue {
         e.rowBias = rowBias.map { $0 + row }
         e.colBias = colBias.map { $0 + col }
         e.rowScale = rowScale.map { $0 + row }
+        e.colScale = colScale.map { $0 + col }
         e.residual = residual.map { $0 + row * residualStride + col }
         return e
     }
@@ -50,6 +53,7 @@ public struct GemmEpilogue {
         if let rs = rowScale {
             v *= SIMD16(repeating: rs[row])
         }
+        if let cs = colScale { v *= UnsafeRawPointer(cs + col).loadUnaligned(as: SIMD16<Float>.self) }
         if roundToInteger { v.round(.toNearestOrEven) }
         if let r = residual {
             v += UnsafeRawPointer(r + row * residualStride + col).loadUnaligned(as: SIMD16<Float>.self)
@@ -65,6 +69,7 @@ public struct GemmEpilogue {
         if let rb = rowBias { v += rb[row] }
         if let cb = colBias { v += cb[col] }
         if let rs = rowScale { v *= rs[row] }
+        if let cs = colScale { v *= cs[col] }
         if roundToInteger { v.round(.toNearestOrEven) }
         if let r = residual { v += r[row * residualStride + col] }
         return Swift.min(Swift.max(v, lowerBound), upperBound)

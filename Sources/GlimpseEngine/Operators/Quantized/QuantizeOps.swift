@@ -1,0 +1,46 @@
+import Foundation
+import GlimpseTensor
+
+/// QuantizeLinear (float → centered quantized) and DequantizeLinear (quantized → float).
+/// Constant integer inputs (weights) are read as true integers; runtime ones are centered floats.
+public final class QuantizeOp: Operator {
+    public let opType: String
+    public let isQuantize: Bool
+    public let axis: Int
+    public init(quantize: Bool, axis: Int) {
+        self.opType = quantize ? "QuantizeLinear" : "DequantizeLinear"
+        self.isQuantize = quantize
+        self.axis = axis
+    }
+
+    public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
+        _ = try QuantParams(scale: constants[1], zeroPoint: inputs.count > 2 ? constants[2] : nil, what: opType)
+        return [ValueType(inputs[0].shape, .float32)]
+    }
+
+    public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
+        guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
+        let p = try QuantParams(scale: ctx.input(1), zeroPoint: ctx.input(2), what: opType)
+        let dims = x.shape.dims
+        let a = axis < 0 ? axis + dims.count : axis
+        let inner = p.isPerTensor ? x.count : (a + 1 <= dims.count ? dims[(a + 1)...].reduce(1, *) : 1)
+        let channels = p.isPerTensor ? 1 : dims[a]
+        let out = ctx.outputs[0].f32, n = x.count, quantize = isQuantize
+        let source = x
+        return ClosureKernel { _ in
+            // Integer inputs (constants) are made centered first.
+            let centered = source.dtype == .float32 || quantize ? nil : QuantParams.centered(source, p, axis: a)
+            let src = centered?.f32 ?? source.f32
+            for i in 0..<n {
+                let c = (i / inner) % channels
+                if quantize {
+                    let (lo, hi) = p.bounds(c)
+                    let q = (src[i] / p.scale(c)).rounded(.toNearestOrEven)
+                    out[i] = min(max(q, lo), hi)
+                } else {
+                    out[i] = src[i] * p.scale(c)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import GlimpseEngine
+import GlimpseONNX
+import GlimpseTensor
+import XCTest
+
+/// Malformed files and unsupported content must throw clear errors, never trap.
+final class ErrorTests: XCTestCase {
+    func testTruncatedFilesThrow() throws {
+        let bytes = try SharedData.bytes("models/mnist-8.onnx")
+        for cut in [1, 7, 100, 1000, bytes.count / 2, bytes.count - 3] {
+            XCTAssertThrowsError(try ONNXLoader.load(bytes: Array(bytes[..<cut]), name: "mnist-cut")) { e in
+                XCTAssertTrue("\(e)".contains("mnist-cut"), "\(e)")
+            }
+        }
+    }
+
+    func testGarbageThrows() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            let bytes = (0..<256).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            XCTAssertThrowsError(try ONNXLoader.load(bytes: bytes, name: "garbage"))
+        }
+        XCTAssertThrowsError(try ONNXLoader.load(bytes: [], name: "empty"))
+    }
+
+    func testMissingFileThrows() {
+        XCTAssertThrowsError(try ONNXLoader.load(path: "/nonexistent/model.onnx")) { e in
+            XCTAssertTrue("\(e)".contains("/nonexistent/model.onnx"))
+        }
+    }
+
+    func testWrongInputShapeThrows() throws {
+        let m = try ONNXLoader.load(path: try SharedData.path("models/mnist-8.onnx"))
+        XCTAssertThrowsError(try m.run([Tensor(shape: [1, 1, 27, 28])]))
+        XCTAssertThrowsError(try m.run([]))
+    }
+}

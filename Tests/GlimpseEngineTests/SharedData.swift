@@ -1,0 +1,48 @@
+import Foundation
+import GlimpseEngine
+import GlimpseTensor
+import XCTest
+
+/// Locates the shared test data at `../shared` beside the repository root.
+enum SharedData {
+    /// Repository root: three levels up from Tests/GlimpseEngineTests/<file>.
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("shared")
+    }
+
+    static func path(_ relative: String) throws -> String {
+        let url = root.appendingPathComponent(relative)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            XCTFail("shared test data missing: \(url.path) (expected ../shared beside the repository)")
+            throw XCTSkip("shared test data missing: \(url.path)")
+        }
+        return url.path
+    }
+
+    static func bytes(_ relative: String) throws -> [UInt8] {
+        let p = try path(relative)
+        guard let data = FileManager.default.contents(atPath: p) else { throw EngineError("cannot read \(p)") }
+        return [UInt8](data)
+    }
+
+    static func npy(_ relative: String) throws -> Tensor { try NPY.decode(bytes(relative)) }
+}
+
+/// max |a − b| / max |b|: the relative error used for parity checks.
+func relativeError(_ a: [Float], _ b: [Float]) -> Float {
+    precondition(a.count == b.count, "size mismatch \(a.count) vs \(b.count)")
+    var diff: Float = 0, scale: Float = 0
+    for i in a.indices {
+        diff = max(diff, abs(a[i] - b[i]))
+        scale = max(scale, abs(b[i]))
+    }
+    return scale > 0 ? diff / scale : diff
+}
+
+func argmax(_ v: ArraySlice<Float>) -> Int {
+    var best = v.startIndex
+    for i in v.indices where v[i] > v[best] { best = i }
+    return best - v.startIndex
+}

@@ -1,0 +1,66 @@
+import GlimpseKernels
+import XCTest
+
+/// gemm_f32_6x32_avx512 through GemmDriver against the scalar reference, sweeping shapes with
+/// row/column/K tails and every epilogue feature.
+final class GemmKernelTests: XCTestCase {
+    func run(m: Int, n: Int, k: Int, epilogue makeEpilogue: (AlignedBuffer, AlignedBuffer, AlignedBuffer) -> GemmEpilogue,
+             seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
+        var rng = TestRandom(seed: seed)
+        let a = AlignedBuffer(rng.floats(m * k)), b = AlignedBuffer(rng.floats(k * n))
+        let rowBias = AlignedBuffer(rng.floats(m + 16)), colBias = AlignedBuffer(rng.floats(n + 16))
+        let residual = AlignedBuffer(rng.floats(m * n + 16))
+        let ep = makeEpilogue(rowBias, colBias, residual)
+        let packedA = AlignedBuffer(GemmPacking.packedACount(m: m, k: k))
+        GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
+        let scratch = AlignedBuffer(GemmDriver.scratchCount(k: k))
+        let c = AlignedBuffer(m * n), ref = AlignedBuffer(m * n)
+        GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: RowMajorB(base: b.pointer, rowStride: n),
+                       c: c.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
+        gemm_f32_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
+        assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) n=\(n) k=\(k)", file: file, line: line)
+
+        // Same with B pre-packed (the weights path of Gemm/MatMul).
+        let packedB = AlignedBuffer(GemmPacking.packedBCount(n: n, k: k))
+        GemmPacking.packB(b.pointer, k: k, n: n, rowStride: n, colStride: 1, into: packedB.pointer)
+        let c2 = AlignedBuffer(m * n)
+        GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: PackedB(base: packedB.pointer, k: k),
+                       c: c2.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
+        assertClose(c2.array, ref.array, tolerance: 1e-5, "packed B m=\(m) n=\(n) k=\(k)", file: file, line: line)
+    }
+
+    func testShapesWithTails() {
+        var rng = TestRandom(seed: 7)
+        let fixed = [(6, 32, 1), (1, 1, 1), (7, 33, 5), (12, 64, 300), (5, 31, 257), (64, 49, 512), (13, 100, 27)]
+        for (i, s) in fixed.enumerated() {
+            run(m: s.0, n: s.1, k: s.2, epilogue: { _, _, _ in .none }, seed: UInt64(i))
+        }
+        for i in 0..<25 {
+            run(m: rng.int(1...40), n: rng.int(1...130), k: rng.int(1...600), epilogue: { _, _, _ in .none }, seed: UInt64(100 + i))
+        }
+    }
+
+    func testEpilogues() {
+        var rng = TestRandom(seed: 11)
+        for i in 0..<12 {
+            let m = rng.int(1...20), n = rng.int(1...80), k = rng.int(1...300)
+            run(m: m, n: n, k: k, epilogue: { rb, _, res in
+                GemmEpilogue(rowBias: rb.pointer, residual: res.pointer, residualStride: n, lowerBound: 0, upperBound: 6)
+            }, seed: UInt64(200 + i))
+            run(m: m, n: n, k: k, epilogue: { _, cb, _ in
+                GemmEpilogue(colBias: cb.pointer, lowerBound: -0.5)
+            }, seed: UInt64(300 + i))
+        }
+    }
+
+    func testRequantizingEpilogueRoundsHalfToEven() {
+        let rb = AlignedBuffer([0.5, 1.5, 2.5, -0.5, 0, 0] + [Float](repeating: 0, count: 16))
+        let ep = GemmEpilogue(rowBias: rb.pointer, roundToInteger: true)
+        XCTAssertEqual(ep.apply(0, row: 0, col: 0), 0)
+        XCTAssertEqual(ep.apply(0, row: 1, col: 0), 2)
+        XCTAssertEqual(ep.apply(0, row: 2, col: 0), 2)
+        XCTAssertEqual(ep.apply(0, row: 3, col: 0), 0)
+        let v = ep.apply(SIMD16<Float>(repeating: 0), row: 2, col: 0)
+        XCTAssertEqual(v[5], 2)
+    }
+}
