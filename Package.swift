@@ -24,6 +24,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "glimpse", targets: ["glimpse"]),
+        .executable(name: "glimpse-load", targets: ["glimpse-load"]),
         .library(name: "GlimpseServing", targets: ["GlimpseServing"]),
     ],
     dependencies: [
@@ -35,11 +36,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // C libraries, from Debian's -dev packages.
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CSPNG", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
 
         // Compute layers.
         .target(name: "GlimpseTensor", swiftSettings: computeSettings),
@@ -84,12 +87,28 @@ let package = Package(
             swiftSettings: cpuSettings
         ),
 
+        // Load generator over libnghttp2 (an HTTP/2 stack independent of the server's).
+        .target(
+            name: "GlimpseLoad",
+            dependencies: ["CNGHTTP2", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            path: "loadtest/GlimpseLoad",
+            swiftSettings: cpuSettings
+        ),
+        .executableTarget(
+            name: "glimpse-load",
+            dependencies: ["GlimpseLoad", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "loadtest/glimpse-load",
+            swiftSettings: cpuSettings
+        ),
+
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
         .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseONNX"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServerTests", dependencies: ["GlimpseServer"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServerTests", dependencies: ["GlimpseServer", "GlimpseLoad"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad"], swiftSettings: cpuSettings),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -40,6 +40,8 @@ public final class CompiledModel: @unchecked Sendable {
     let graph: Graph
     let pool: ThreadPool
     let threads: Int
+    /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
+    public private(set) var flopsPerImage = 0
     private let plans = Mutex<[Int: [ExecutionPlan]]>([:])
 
     public init(name: String, inputs: [TensorSpec], outputs: [TensorSpec]) {
@@ -72,6 +74,7 @@ public final class CompiledModel: @unchecked Sendable {
             outSpecs.append(TensorSpec(name: graph.values[out.value].name, shape: shape, dtype: out.dtype))
         }
         self.outputs = outSpecs
+        flopsPerImage = plan1.flops
         plans.withLock { $0[1] = [plan1] }
     }
 

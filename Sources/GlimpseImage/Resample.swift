@@ -99,15 +99,14 @@ enum Resample {
         }
     }
 
+    /// Pillow's clip8: (acc >> 22) clamped to 0...255.
     @inline(__always)
     static func clip8(_ acc: SIMD4<Int32>) -> SIMD4<UInt8> {
-        let s = acc &>> ResampleAxis.precisionBits
-        return SIMD4<UInt8>(truncatingIfNeeded: s.clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255)))
+        SIMD4<UInt8>(clamping: acc &>> ResampleAxis.precisionBits)
     }
 
     @inline(__always)
     static func clip8(_ acc: SIMD16<Int32>) -> SIMD16<UInt8> {
-        let s = acc &>> ResampleAxis.precisionBits
-        return SIMD16<UInt8>(truncatingIfNeeded: s.clamped(lowerBound: .zero, upperBound: SIMD16(repeating: 255)))
+        SIMD16<UInt8>(clamping: acc &>> ResampleAxis.precisionBits)
     }
 }

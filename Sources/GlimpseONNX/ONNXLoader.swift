@@ -21,6 +21,12 @@ public enum ONNXLoader {
         return try CompiledModel(graph: graph, options: options)
     }
 
+    /// Decodes a serialized TensorProto (e.g. the `output_0.pb` files of ONNX test data).
+    public static func decodeTensorProto(bytes: [UInt8], name: String) throws -> Tensor {
+        var reader = ProtoReader(bytes: bytes, context: "TensorProto \(name)")
+        return try TensorDecoding.decode(try ONNXTensorProto(reader: &reader), model: name)
+    }
+
     /// Parses and imports without optimizing (for tests and tools).
     public static func importGraph(bytes: [UInt8], name: String) throws -> Graph {
         guard !bytes.isEmpty else { throw EngineError("\(name): empty model file") }

@@ -36,12 +36,15 @@ public struct ClassifyRequest: Sendable {
     public var model: String
     public var topK: Int
     public var crop: CropMode?
+    /// Time budget of the whole call in milliseconds, from when the server received it.
+    public var deadlineMs: Double?
 
-    public init(images: [[UInt8]], model: String, topK: Int = 5, crop: CropMode? = nil) {
+    public init(images: [[UInt8]], model: String, topK: Int = 5, crop: CropMode? = nil, deadlineMs: Double? = nil) {
         self.images = images
         self.model = model
         self.topK = topK
         self.crop = crop
+        self.deadlineMs = deadlineMs
     }
 }
 
@@ -72,9 +75,10 @@ public final class InferenceService: Sendable {
         guard request.topK >= 1 && request.topK <= configuration.maxTopK else {
             throw ServingError.badParameter("top_k must be between 1 and \(configuration.maxTopK)")
         }
+        let deadline = request.deadlineMs.map { monotonicNanos() &+ UInt64(max(0, $0) * 1e6) }
         return try await withThrowingTaskGroup(of: (Int, ClassifyResult).self) { group in
             for (i, image) in request.images.enumerated() {
-                group.addTask { (i, try await self.classifyOne(image, model: model, topK: request.topK, crop: request.crop)) }
+                group.addTask { (i, try await self.classifyOne(image, model: model, topK: request.topK, crop: request.crop, deadline: deadline)) }
             }
             var results = [ClassifyResult?](repeating: nil, count: request.images.count)
             for try await (i, r) in group { results[i] = r }
@@ -82,7 +86,7 @@ public final class InferenceService: Sendable {
         }
     }
 
-    func classifyOne(_ bytes: [UInt8], model: LoadedModel, topK: Int, crop: CropMode?) async throws -> ClassifyResult {
+    func classifyOne(_ bytes: [UInt8], model: LoadedModel, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
         let start = monotonicNanos()
         let spec = model.metadata.preprocessing
         let queue = model.queue
@@ -98,7 +102,10 @@ public final class InferenceService: Sendable {
             return (tensor, info)
         }
         let decoded = monotonicNanos()
-        let item = try await queue.submit(tensor)
+        if let deadline, decoded >= deadline {
+            throw ServingError.deadlineExceeded("the deadline passed while the image was decoded (\(String(format: "%.1f", Double(decoded - start) / 1e6)) ms)")
+        }
+        let item = try await queue.submit(tensor, deadline: deadline)
         let end = monotonicNanos()
         ServingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
         ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)

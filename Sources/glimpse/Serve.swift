@@ -17,6 +17,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest batch the batching queue forms.") var maxBatch: Int = 8
     @Option(help: "Longest wait in ms for a batch to fill.") var maxQueueDelayMs: Double = 2
     @Option(help: "Most requests waiting per model before refusing with queue_full.") var maxQueue: Int = 256
+    @Option(help: "Batch delay policy: adaptive (wait only when more requests are arriving) or fixed.") var batchPolicy: String = "adaptive"
+    @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
+    @Option(help: "Batch workers per model (each runs whole batches; engine threads are per worker).") var workers: Int = 1
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
 
@@ -30,9 +33,22 @@ struct Serve: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
+        guard let policy: BatchScheduler.DelayPolicy = ["adaptive": .adaptive, "fixed": .fixed][batchPolicy] else {
+            throw ValidationError("--batch-policy must be adaptive or fixed")
+        }
+        var sizes: [Int]?
+        if let batchSizes {
+            sizes = batchSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard let s = sizes, !s.isEmpty, s.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--batch-sizes takes positive integers, e.g. 1,4,8") }
+        }
+        guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0 else {
+            throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
+        }
         let serving = ServingConfiguration(
             engineThreads: modelOptions.threads,
-            batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue))
+            workersPerModel: workers,
+            batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
+                            allowedBatchSizes: sizes, delayPolicy: policy))
         let service = InferenceService(configuration: serving, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }

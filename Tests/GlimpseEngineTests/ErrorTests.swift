@@ -35,3 +35,21 @@ final class ErrorTests: XCTestCase {
         XCTAssertThrowsError(try m.run([]))
     }
 }
+
+final class UnsupportedOperatorTests: XCTestCase {
+    /// mnist-8 with its "Relu" op types renamed to "Relx": the error names op, node and model.
+    func testUnsupportedOperatorIsNamed() throws {
+        var bytes = try SharedData.bytes("models/mnist-8.onnx")
+        let relu = Array("Relu".utf8)
+        var replaced = 0
+        for i in 0..<(bytes.count - 4) where Array(bytes[i..<(i + 4)]) == relu && bytes[i - 1] == 4 && bytes[i - 2] == 0x22 {
+            bytes[i + 3] = UInt8(ascii: "x")
+            replaced += 1
+        }
+        XCTAssertGreaterThan(replaced, 0)
+        XCTAssertThrowsError(try ONNXLoader.load(bytes: bytes, name: "mnist-patched")) { e in
+            let text = "\(e)"
+            XCTAssertTrue(text.contains("Relx") && text.contains("mnist-patched") && text.contains("ReLU"), text)
+        }
+    }
+}

@@ -44,9 +44,14 @@ public final class BinaryOp: Operator {
             }
         }
         let pa = UnsafePointer(a.f32), pb = UnsafePointer(b.f32), po = out.f32
+        let fast: BinaryKind? = [.add: .add, .sub: .sub, .mul: .mul, .div: .div, .max: .max, .min: .min][kind]
         return ClosureKernel { _ in
             plan.forEachRow { o, ia, sa, ib, sb, n in
-                binary_f32(kind, pa + ia, sa, pb + ib, sb, po + o, n, act.lower, act.upper)
+                if let fast {
+                    binary_row_f32(fast, pa + ia, sa, pb + ib, sb, po + o, n, lower: act.lower, upper: act.upper)
+                } else {
+                    binary_f32(kind, pa + ia, sa, pb + ib, sb, po + o, n, act.lower, act.upper)
+                }
             }
         }
     }

@@ -19,6 +19,12 @@ struct ConvKernel: Kernel {
     let threads: Int
     let retain: [AnyObject]
 
+    /// Floats of the materialized im2col matrix this convolution uses (0 when it packs panels).
+    static func im2colFloats(_ g: ConvGeometry, depthwise: Bool) -> Int {
+        let n = g.patchSize * g.outPixels
+        return depthwise || g.isPointwise || n > Im2colMatrix.maxFloats ? 0 : n
+    }
+
     func run(_ pool: ThreadPool) {
         if plain != nil { runDepthwise(pool) } else { runGemm(pool) }
     }
@@ -26,6 +32,10 @@ struct ConvKernel: Kernel {
     private func runGemm(_ pool: ThreadPool) {
         guard let packed else { return }
         let g = geometry
+        if Self.im2colFloats(g, depthwise: false) > 0 {
+            runMaterialized(pool, packed)
+            return
+        }
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
         let panels = GemmDriver.panelCount(n: n)
         let images = batch * group
@@ -61,6 +71,37 @@ struct ConvKernel: Kernel {
                                        c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
                     }
                     task += slots
+                }
+            }
+        }
+    }
+
+    /// im2col matrix per image and group (rows filled in parallel), then GEMM over column chunks.
+    private func runMaterialized(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
+        let g = geometry
+        let m = outPerGroup, n = g.outPixels, k = g.patchSize
+        let panels = GemmDriver.panelCount(n: n)
+        let perGroupA = GemmPacking.packedACount(m: m, k: k)
+        let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
+        let columns = workspace + threads * scratchPerThread
+        let slots = min(threads, panels)
+        for b in 0..<batch {
+            for grp in 0..<group {
+                let src = input + b * inImage + grp * g.inChannels * g.inPixels
+                let dst = output + b * outImage + grp * m * n
+                pool.parallelFor(min(threads, k)) { slot in
+                    let t = min(threads, k)
+                    Im2colMatrix.fill(input: src, geometry: g, rows: (k * slot / t)..<(k * (slot + 1) / t), into: columns)
+                }
+                let epilogue = GemmEpilogue(
+                    rowBias: bias + grp * m, rowScale: scale.map { $0 + grp * m }, roundToInteger: scale != nil,
+                    residual: residual.map { $0 + b * outImage + grp * m * n }, residualStride: n,
+                    lowerBound: activation.lower, upperBound: activation.upper)
+                pool.parallelFor(slots) { slot in
+                    GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
+                                   b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
+                                   panels: (panels * slot / slots)..<(panels * (slot + 1) / slots),
+                                   scratch: workspace + slot * scratchPerThread)
                 }
             }
         }

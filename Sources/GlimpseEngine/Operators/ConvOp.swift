@@ -77,11 +77,15 @@ public final class ConvOp: Operator {
         return [ValueType(out)]
     }
 
+    public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int {
+        2 * (outputs.first?.count ?? 0) * inPerGroup * kernel.reduce(1, *)
+    }
+
     public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
         let x = inputs[0].shape
         guard let g = try? window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel) else { return 0 }
         let per = isDepthwise ? DepthwiseConv.scratchCount(g) : GemmDriver.scratchCount(k: g.patchSize)
-        return threads * (per + 16)
+        return threads * (per + 16) + ConvKernel.im2colFloats(g, depthwise: isDepthwise) + 16
     }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {

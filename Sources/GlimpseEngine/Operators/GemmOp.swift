@@ -77,6 +77,10 @@ public final class GemmOp: Operator {
 
     func rows(_ a: [Int]) -> Int { transA ? a[1] : a.dropLast().reduce(1, *) }
 
+    public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int {
+        2 * (outputs.first?.count ?? 0) * k
+    }
+
     public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
         GemmPacking.packedACount(m: rows(inputs[0].shape), k: k) + 16
     }

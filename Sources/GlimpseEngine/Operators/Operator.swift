@@ -48,6 +48,8 @@ public protocol Operator: AnyObject {
     var isView: Bool { get }
     /// Called once after the load-time passes with the constant inputs (pack weights here).
     func prepare(constants: [Tensor?]) throws
+    /// Floating-point operations (multiply-add = 2) for these shapes, for benchmarks.
+    func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int
 }
 
 extension Operator {
@@ -55,6 +57,7 @@ extension Operator {
     public func foldFromTypes(_ inputs: [ValueType]) -> [Tensor]? { nil }
     public var isView: Bool { false }
     public func prepare(constants: [Tensor?]) throws {}
+    public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int { 0 }
 }
 
 /// A kernel built from a closure, for simple operators.

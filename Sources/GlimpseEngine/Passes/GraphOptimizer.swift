@@ -7,6 +7,7 @@ public enum GraphOptimizer {
         try LowerQuantizedOps.run(graph)
         try FoldBatchNorm.run(graph)
         try FuseConvBias.run(graph)
+        FuseSwish.run(graph)
         try FuseActivation.run(graph)
         try FuseResidualAdd.run(graph)
         try FuseActivation.run(graph)

@@ -11,6 +11,9 @@ final class ExecutionPlan {
     private let storages: [TensorStorage]
     private let workspace: TensorStorage
 
+    /// Floating-point operations of one execution (convolutions and matrix products).
+    let flops: Int
+
     /// Types of every value for this batch size (nil where unreachable).
     let types: [ValueType?]
 
@@ -51,9 +54,8 @@ final class ExecutionPlan {
                     continue
                 }
                 let outTypes = try node.op.inferTypes(inTypes, constants: consts)
-                guard outTypes.count >= node.outputs.count else {
-                    throw EngineError("produced \(outTypes.count) outputs, graph expects \(node.outputs.count)")
-                }
+                // Optional outputs an operator does not produce (Dropout's mask) stay undefined;
+                // reading one fails below with the value's name.
                 for (o, t) in zip(node.outputs, outTypes) { types[o] = t }
                 live.append(index)
             } catch let e as EngineError {
@@ -125,12 +127,15 @@ final class ExecutionPlan {
 
         // 3. Kernels.
         var wsFloats = 0
+        var flops = 0
         for i in live {
             let n = graph.nodes[i]
-            let inT = n.inputs.map { $0 == Graph.noValue ? ValueType.absent : types[$0]! }
-            let outT = n.outputs.map { types[$0]! }
+            let inT = n.inputs.map { $0 == Graph.noValue ? ValueType.absent : (types[$0] ?? .absent) }
+            let outT = n.outputs.compactMap { types[$0] }
             wsFloats = max(wsFloats, n.op.workspaceFloats(inT, outT, threads: threads))
+            flops += n.op.flops(inT, outT)
         }
+        self.flops = flops
         let workspace = TensorStorage(byteCount: max(wsFloats, 16) * 4 + 64)
         var kernels: [any Kernel] = []
         for i in live {

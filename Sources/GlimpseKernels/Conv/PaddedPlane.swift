@@ -27,8 +27,15 @@ public enum PaddedPlane {
                 dstRow.update(repeating: padValue, count: rowStride)
                 let lo = min(paddedCols, g.padLeft)
                 let hi = max(lo, min(paddedCols, g.padLeft + g.inWidth))
-                for c in lo..<hi {
-                    dstRow[(c % s) * pw + c / s] = src[c - g.padLeft]
+                for phase in 0..<s {
+                    let d = dstRow + phase * pw
+                    var idx = (lo - phase + s - 1) / s   // first idx with idx·s + phase ≥ lo
+                    var c = idx * s + phase
+                    while c < hi {
+                        d[idx] = src[c - g.padLeft]
+                        idx += 1
+                        c += s
+                    }
                 }
             }
         }

@@ -21,7 +21,7 @@ public func reduce_max_f32(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var i = 0
     let raw = UnsafeRawPointer(x)
     while i + 16 <= count {
-        m = pointwiseMax(m, raw.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
+        m = simdMax(m, raw.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
         i += 16
     }
     var s = m.max()

@@ -24,8 +24,8 @@ public func unary_f32(_ kind: UnaryKind, _ x: UnsafePointer<Float>, _ y: UnsafeM
     case .relu: clamp_f32(x, y, count: count, lower: 0, upper: .infinity)
     case .clip(let lo, let hi): clamp_f32(x, y, count: count, lower: lo, upper: hi)
     case .identity: if UnsafePointer(y) != x { y.update(from: x, count: count) }
-    case .sigmoid: for i in 0..<count { y[i] = sigmoid(x[i]) }
-    case .swish: for i in 0..<count { let v = x[i]; y[i] = v * sigmoid(v) }
+    case .sigmoid: sigmoid_f32(x, y, count: count)
+    case .swish: swish_f32(x, y, count: count)
     case .hardSigmoid(let a, let b): for i in 0..<count { y[i] = min(max(a * x[i] + b, 0), 1) }
     case .hardSwish: for i in 0..<count { let v = x[i]; y[i] = v * min(max(v / 6 + 0.5, 0), 1) }
     case .tanh: for i in 0..<count { y[i] = Foundation.tanh(x[i]) }
@@ -47,7 +47,7 @@ public func clamp_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float
     var i = 0
     while i + 16 <= count {
         var v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
-        v.clamp(lowerBound: lo, upperBound: hi)
+        v = simdClamp(v, lo, hi)
         UnsafeMutableRawPointer(y + i).storeBytes(of: v, as: SIMD16<Float>.self)
         i += 16
     }

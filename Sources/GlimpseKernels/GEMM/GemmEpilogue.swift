@@ -58,7 +58,7 @@ public struct GemmEpilogue {
         if let r = residual {
             v += UnsafeRawPointer(r + row * residualStride + col).loadUnaligned(as: SIMD16<Float>.self)
         }
-        v.clamp(lowerBound: SIMD16(repeating: lowerBound), upperBound: SIMD16(repeating: upperBound))
+        v = simdClamp(v, SIMD16(repeating: lowerBound), SIMD16(repeating: upperBound))
         return v
     }
 

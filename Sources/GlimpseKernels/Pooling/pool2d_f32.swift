@@ -51,7 +51,7 @@ public func pool2d_f32(input: UnsafePointer<Float>, output: UnsafeMutablePointer
                 for kw in 0..<g.kernelWidth {
                     let c = kw * g.dilationW
                     let v = UnsafeRawPointer(row + (c % s) * pw + c / s + ow).loadUnaligned(as: SIMD16<Float>.self)
-                    if isMax { acc = pointwiseMax(acc, v) } else { acc += v }
+                    if isMax { acc = simdMax(acc, v) } else { acc += v }
                 }
             }
             if !isMax {

@@ -11,6 +11,8 @@ public enum GlimpseMethods {
                 _ = try Params(params, method: "models.list")
                 return .object(["models": .array(service.registry.all.map(describe))])
             },
+            "rpc.discover": { _, _ in OpenRPCDocument.document },
+            "server.stats": { _, _ in stats(service: service, startedAt: startedAt) },
             "health": { _, _ in
                 .object(["status": "ok", "models": .int(service.registry.all.count),
                          "uptime_s": .double((Date().timeIntervalSince(startedAt) * 1000).rounded() / 1000)])
@@ -18,7 +20,21 @@ public enum GlimpseMethods {
         ]
     }
 
-    static let classifyParams: Set<String> = ["image", "images", "model", "top_k", "crop"]
+    static func stats(service: InferenceService, startedAt: Date) -> JSONValue {
+        .object([
+            "uptime_s": .double((Date().timeIntervalSince(startedAt) * 1000).rounded() / 1000),
+            "models": .object(Dictionary(uniqueKeysWithValues: service.registry.all.map { m in
+                let s = m.stats
+                return (m.name, JSONValue.object([
+                    "queue_length": .int(s.queueLength),
+                    "latency_model": .object(["per_item_ms": rounded(s.perItemNanos / 1e6), "per_batch_ms": rounded(s.perBatchNanos / 1e6),
+                                              "batches_observed": .int(s.batchesObserved)]),
+                ]))
+            })),
+        ])
+    }
+
+    static let classifyParams: Set<String> = ["image", "images", "model", "top_k", "crop", "deadline_ms"]
 
     static func classify(service: InferenceService, params: JSONValue?) async throws -> JSONValue {
         let p = try Params(params, method: "classify")
@@ -38,6 +54,13 @@ public enum GlimpseMethods {
             }
             crop = mode
         }
+        var deadlineMs: Double?
+        if let d = p.object["deadline_ms"], d != .null {
+            guard let v = d.doubleValue, v > 0, v <= 3_600_000 else {
+                throw RPCError.invalidParams("\"deadline_ms\" must be a number of milliseconds between 0 and 3600000")
+            }
+            deadlineMs = v
+        }
         let images: [[UInt8]]
         if let single {
             images = [try Base64.decode(single, field: "image")]
@@ -50,7 +73,7 @@ public enum GlimpseMethods {
         } else {
             throw RPCError.invalidParams("missing \"image\" (a base64 JPEG or PNG) or \"images\"")
         }
-        let results = try await service.classify(ClassifyRequest(images: images, model: model, topK: topK, crop: crop))
+        let results = try await service.classify(ClassifyRequest(images: images, model: model, topK: topK, crop: crop, deadlineMs: deadlineMs))
         let encoded = results.map(encode)
         return single != nil ? encoded[0] : .array(encoded)
     }

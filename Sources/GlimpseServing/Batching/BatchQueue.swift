@@ -6,6 +6,15 @@ import GlimpseTensor
 @inline(__always)
 func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// What a batch queue runs: the engine's `CompiledModel`, or a fake in tests.
+protocol BatchModel: AnyObject, Sendable {
+    var name: String { get }
+    var inputs: [TensorSpec] { get }
+    func run(_ inputs: [Tensor]) throws -> [Tensor]
+}
+
+extension CompiledModel: BatchModel {}
+
 /// The result of one item of a batch.
 struct BatchItemResult: Sendable {
     /// The item's slice of the model's first output, as float32.
@@ -24,17 +33,17 @@ final class BatchQueue: @unchecked Sendable {
         var continuation: CheckedContinuation<BatchItemResult, any Error>
     }
 
-    let model: CompiledModel
+    let model: any BatchModel
     let itemShape: [Int]
     let inputDType: DType
     private let condition = NSCondition()
     private var scheduler: BatchScheduler
-    private var pending: [Pending] = []
+    private var pending: [UInt64: Pending] = [:]
+    private var nextID: UInt64 = 0
     private var stopping = false
-    private var runningWorkers = 0
     private let onBatch: @Sendable (Int, UInt64) -> Void
 
-    init(model: CompiledModel, configuration: BatchScheduler.Configuration, workers: Int,
+    init(model: any BatchModel, configuration: BatchScheduler.Configuration, workers: Int,
          onBatch: @escaping @Sendable (_ size: Int, _ nanos: UInt64) -> Void = { _, _ in }) throws {
         guard let spec = model.inputs.first else { throw EngineError("model \(model.name) has no inputs") }
         self.model = model
@@ -42,10 +51,9 @@ final class BatchQueue: @unchecked Sendable {
         self.inputDType = spec.dtype
         var config = configuration
         // A model whose batch dimension is fixed at 1 runs items one at a time.
-        if spec.shape.first != -1 { config.maxBatchSize = 1 }
+        if spec.shape.first != -1 { config.maxBatchSize = 1; config.allowedBatchSizes = nil }
         self.scheduler = BatchScheduler(configuration: config, workers: workers)
         self.onBatch = onBatch
-        runningWorkers = max(1, workers)
         for i in 0..<max(1, workers) {
             let thread = Thread { [self] in self.workLoop() }
             thread.name = "glimpse-batch-\(model.name)-\(i)"
@@ -60,8 +68,16 @@ final class BatchQueue: @unchecked Sendable {
         return scheduler.queueLength
     }
 
+    /// Predicted latency model coefficients (ns per item, ns per batch).
+    var latencyModel: LatencyModel {
+        condition.lock()
+        defer { condition.unlock() }
+        return scheduler.latency
+    }
+
     /// Queues one preprocessed item (shape `itemShape`) and waits for its batch to run.
-    func submit(_ input: Tensor) async throws -> BatchItemResult {
+    /// `deadline` is a monotonic time in nanoseconds.
+    func submit(_ input: Tensor, deadline: UInt64? = nil) async throws -> BatchItemResult {
         try await withCheckedThrowingContinuation { continuation in
             condition.lock()
             if stopping {
@@ -70,9 +86,11 @@ final class BatchQueue: @unchecked Sendable {
                 return
             }
             let now = monotonicNanos()
-            switch scheduler.enqueue(now: now) {
+            nextID += 1
+            let id = nextID
+            switch scheduler.enqueue(id: id, now: now, deadline: deadline) {
             case .accepted:
-                pending.append(Pending(input: input, enqueuedAt: now, continuation: continuation))
+                pending[id] = Pending(input: input, enqueuedAt: now, continuation: continuation)
                 condition.signal()
                 condition.unlock()
             case .rejected(let reason, let retry):
@@ -90,28 +108,47 @@ final class BatchQueue: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Stops accepting and answers every waiting request with `error` at once (the model was
+    /// unloaded). A batch already running finishes normally.
+    func close(failingWaiting error: ServingError) {
+        condition.lock()
+        stopping = true
+        var waiting: [Pending] = []
+        for id in pending.keys.sorted() where scheduler.cancel(id: id) {
+            if let item = pending.removeValue(forKey: id) { waiting.append(item) }
+        }
+        condition.broadcast()
+        condition.unlock()
+        for item in waiting { item.continuation.resume(throwing: error) }
+    }
+
     private func workLoop() {
         condition.lock()
         while true {
             let now = monotonicNanos()
-            switch scheduler.next(now: stopping ? UInt64.max : now) {
-            case .dispatch(let count):
-                let batch = Array(pending.prefix(count))
-                pending.removeFirst(count)
+            switch scheduler.next(now: now, flush: stopping) {
+            case .dispatch(let ids):
+                let batch = ids.compactMap { pending.removeValue(forKey: $0) }
                 condition.unlock()
                 let start = monotonicNanos()
                 run(batch, startedAt: start)
                 let took = monotonicNanos() - start
                 onBatch(batch.count, took)
                 condition.lock()
-                scheduler.batchDone(size: batch.count, durationNanos: took)
+                scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
                 condition.broadcast()
+            case .expire(let ids):
+                let expired = ids.compactMap { pending.removeValue(forKey: $0) }
+                for item in expired {
+                    let waited = Double(now - item.enqueuedAt) / 1e6
+                    item.continuation.resume(throwing: ServingError.deadlineExceeded(
+                        "the deadline passed after \(String(format: "%.1f", waited)) ms in the queue"))
+                }
             case .waitUntil(let due):
                 let seconds = Double(due &- now) / 1e9
                 _ = condition.wait(until: Date().addingTimeInterval(seconds))
             case .idle:
                 if stopping && scheduler.queueLength == 0 {
-                    runningWorkers -= 1
                     condition.unlock()
                     return
                 }
@@ -121,6 +158,7 @@ final class BatchQueue: @unchecked Sendable {
     }
 
     private func run(_ batch: [Pending], startedAt: UInt64) {
+        guard !batch.isEmpty else { return }
         do {
             let n = batch.count
             let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)

@@ -1,6 +1,14 @@
 /// Batching policy of one model queue, as a pure state machine: no clocks, threads or sockets.
 /// The driver (`BatchQueue`) feeds it events with the current time and carries out the actions.
 public struct BatchScheduler: Sendable {
+    public enum DelayPolicy: Sendable, Hashable {
+        /// Always give the oldest request up to `maxQueueDelay` for others to join.
+        case fixed
+        /// Wait only when the recent arrival rate says another request will come within the delay;
+        /// otherwise dispatch at once. Under load, batches still form while workers are busy.
+        case adaptive
+    }
+
     public struct Configuration: Sendable, Hashable {
         /// Largest batch handed to the engine.
         public var maxBatchSize: Int
@@ -8,11 +16,20 @@ public struct BatchScheduler: Sendable {
         public var maxQueueDelayNanos: UInt64
         /// Requests waiting beyond this are refused with `queue_full`.
         public var maxQueueLength: Int
+        /// If set, batches are cut to the largest of these sizes that is available (e.g. [1, 4, 8]).
+        public var allowedBatchSizes: [Int]?
+        public var delayPolicy: DelayPolicy
+        /// Refuse at once a request predicted to miss its deadline.
+        public var shedUnmeetableDeadlines: Bool
 
-        public init(maxBatchSize: Int = 8, maxQueueDelayNanos: UInt64 = 2_000_000, maxQueueLength: Int = 256) {
+        public init(maxBatchSize: Int = 8, maxQueueDelayNanos: UInt64 = 2_000_000, maxQueueLength: Int = 256,
+                    allowedBatchSizes: [Int]? = nil, delayPolicy: DelayPolicy = .adaptive, shedUnmeetableDeadlines: Bool = true) {
             self.maxBatchSize = max(1, maxBatchSize)
             self.maxQueueDelayNanos = maxQueueDelayNanos
             self.maxQueueLength = max(1, maxQueueLength)
+            self.allowedBatchSizes = allowedBatchSizes.map { Array(Set($0.filter { $0 >= 1 && $0 <= max(1, maxBatchSize) })).sorted() }
+            self.delayPolicy = delayPolicy
+            self.shedUnmeetableDeadlines = shedUnmeetableDeadlines
         }
     }
 
@@ -22,61 +39,131 @@ public struct BatchScheduler: Sendable {
     }
 
     public enum Action: Equatable, Sendable {
-        /// Run the `count` oldest requests as one batch now.
-        case dispatch(count: Int)
+        /// Run these requests as one batch now (oldest first). Marks one worker busy.
+        case dispatch(ids: [UInt64])
+        /// These requests' deadlines passed while they waited: answer them with "deadline exceeded".
+        case expire(ids: [UInt64])
         /// Nothing to run before this time (a worker sleeps until then or the next event).
         case waitUntil(UInt64)
         /// Queue empty or all workers busy: sleep until the next event.
         case idle
     }
 
-    public let configuration: Configuration
-    /// Enqueue times of waiting requests, oldest first.
-    private var arrivals: [UInt64] = []
-    private var head = 0
-    /// Workers free to take a batch.
-    public private(set) var idleWorkers: Int
-    /// Exponential moving average of recent batch durations, for retry hints.
-    public private(set) var recentBatchNanos: UInt64 = 0
-
-    public init(configuration: Configuration, workers: Int = 1) {
-        self.configuration = configuration
-        self.idleWorkers = max(1, workers)
+    struct Entry: Sendable {
+        var id: UInt64
+        var arrival: UInt64
+        var deadline: UInt64?
     }
 
-    public var queueLength: Int { arrivals.count - head }
+    public let configuration: Configuration
+    private var entries: [Entry] = []
+    private var head = 0
+    public private(set) var idleWorkers: Int
+    public let workers: Int
+    /// Latency model of this queue's batches.
+    public private(set) var latency: LatencyModel
+    /// Predicted end of the batches now running.
+    private var busyUntil: [UInt64] = []
+    /// Exponentially weighted mean gap between arrivals.
+    public private(set) var meanInterarrivalNanos: Double = 0
+    private var lastArrival: UInt64?
 
-    public mutating func enqueue(now: UInt64) -> EnqueueDecision {
-        if queueLength >= configuration.maxQueueLength {
-            let batches = UInt64(max(1, queueLength / configuration.maxBatchSize))
-            return .rejected(reason: "queue_full", retryAfterNanos: max(1_000_000, batches * max(recentBatchNanos, 1_000_000)))
+    public init(configuration: Configuration, workers: Int = 1, latency: LatencyModel = LatencyModel()) {
+        self.configuration = configuration
+        self.workers = max(1, workers)
+        self.idleWorkers = max(1, workers)
+        self.latency = latency
+    }
+
+    public var queueLength: Int { entries.count - head }
+
+    /// Predicted time from `now` until a request enqueued now would finish.
+    public func predictedCompletion(now: UInt64, position: Int) -> UInt64 {
+        let maxBatch = configuration.maxBatchSize
+        let fullBatchesAhead = position / maxBatch
+        let ownBatch = min(position % maxBatch + 1, maxBatch)
+        var waitForWorker = 0.0
+        if idleWorkers == 0, let soonest = busyUntil.min() {
+            waitForWorker = soonest > now ? Double(soonest - now) : 0
         }
-        arrivals.append(now)
+        let perWorker = Double(fullBatchesAhead) * latency.predict(size: maxBatch) / Double(workers)
+        let total = waitForWorker + perWorker + latency.predict(size: ownBatch)
+        return now &+ UInt64(max(0, total))
+    }
+
+    public mutating func enqueue(id: UInt64, now: UInt64, deadline: UInt64? = nil) -> EnqueueDecision {
+        let retry = UInt64(max(1_000_000, latency.predict(size: configuration.maxBatchSize) * Double(max(1, queueLength / configuration.maxBatchSize))))
+        if queueLength >= configuration.maxQueueLength {
+            return .rejected(reason: "queue_full", retryAfterNanos: retry)
+        }
+        if let deadline {
+            if deadline <= now { return .rejected(reason: "deadline_unmeetable", retryAfterNanos: 0) }
+            if configuration.shedUnmeetableDeadlines && latency.isCalibrated
+                && predictedCompletion(now: now, position: queueLength) > deadline {
+                return .rejected(reason: "deadline_unmeetable", retryAfterNanos: retry)
+            }
+        }
+        if let last = lastArrival, now >= last {
+            let gap = Double(now - last)
+            meanInterarrivalNanos = meanInterarrivalNanos == 0 ? gap : meanInterarrivalNanos * 0.9 + gap * 0.1
+        }
+        lastArrival = now
+        entries.append(Entry(id: id, arrival: now, deadline: deadline))
         return .accepted
     }
 
-    /// What a free worker should do at time `now`. A `dispatch` marks one worker busy.
-    public mutating func next(now: UInt64) -> Action {
-        guard queueLength > 0 else { return .idle }
-        guard idleWorkers > 0 else { return .idle }
-        let oldest = arrivals[head]
-        let due = oldest &+ configuration.maxQueueDelayNanos
-        if queueLength >= configuration.maxBatchSize || now >= due {
-            let count = min(queueLength, configuration.maxBatchSize)
-            head += count
-            if head > 4096 && head * 2 > arrivals.count {
-                arrivals.removeFirst(head)
-                head = 0
-            }
-            idleWorkers -= 1
-            return .dispatch(count: count)
+    /// Removes a waiting request (its client went away). Returns whether it was waiting.
+    public mutating func cancel(id: UInt64) -> Bool {
+        guard let i = entries[head...].firstIndex(where: { $0.id == id }) else { return false }
+        entries.remove(at: i)
+        return true
+    }
+
+    /// What a free worker should do at time `now`. `flush` dispatches without waiting (draining).
+    public mutating func next(now: UInt64, flush: Bool = false) -> Action {
+        // Requests whose deadline passed in the queue are answered first.
+        let expired = entries[head...].filter { $0.deadline.map { $0 <= now } ?? false }.map(\.id)
+        if !expired.isEmpty {
+            let gone = Set(expired)
+            entries = Array(entries[head...].filter { !gone.contains($0.id) })
+            head = 0
+            return .expire(ids: expired)
         }
-        return .waitUntil(due)
+        guard queueLength > 0, idleWorkers > 0 else { return .idle }
+        let available = queueLength
+        let oldest = entries[head]
+        var due = oldest.arrival &+ configuration.maxQueueDelayNanos
+        if configuration.delayPolicy == .adaptive {
+            // Wait only if another arrival is expected before the delay runs out.
+            let expectMore = meanInterarrivalNanos > 0 && meanInterarrivalNanos < Double(configuration.maxQueueDelayNanos)
+            if !expectMore { due = now }
+        }
+        // Never wait so long that the tightest deadline in the batch would be missed.
+        if let tightest = entries[head..<(head + min(available, configuration.maxBatchSize))].compactMap(\.deadline).min() {
+            let runTime = UInt64(latency.predict(size: min(available, configuration.maxBatchSize)))
+            due = min(due, tightest > runTime ? tightest - runTime : 0)
+        }
+        if flush { due = now }
+        guard available >= configuration.maxBatchSize || now >= due else { return .waitUntil(due) }
+        var count = min(available, configuration.maxBatchSize)
+        if let allowed = configuration.allowedBatchSizes, let fit = allowed.last(where: { $0 <= count }) {
+            count = fit
+        }
+        let ids = entries[head..<(head + count)].map(\.id)
+        head += count
+        if head > 1024 && head * 2 > entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+        idleWorkers -= 1
+        busyUntil.append(now &+ UInt64(latency.predict(size: count)))
+        return .dispatch(ids: ids)
     }
 
     /// A worker finished a batch of `size` items that took `durationNanos`.
-    public mutating func batchDone(size: Int, durationNanos: UInt64) {
-        idleWorkers += 1
-        recentBatchNanos = recentBatchNanos == 0 ? durationNanos : (recentBatchNanos * 7 + durationNanos) / 8
+    public mutating func batchDone(size: Int, durationNanos: UInt64, now: UInt64) {
+        idleWorkers = min(workers, idleWorkers + 1)
+        if let i = busyUntil.indices.min(by: { busyUntil[$0] < busyUntil[$1] }) { busyUntil.remove(at: i) }
+        latency.observe(size: size, nanos: Double(durationNanos))
     }
 }

@@ -23,6 +23,20 @@ public final class LoadedModel: @unchecked Sendable {
 
     public var name: String { metadata.name }
 
+    /// A snapshot of the model's queue, for `server.stats`.
+    public struct Stats: Sendable {
+        public var queueLength: Int
+        public var perItemNanos: Double
+        public var perBatchNanos: Double
+        public var batchesObserved: Int
+    }
+
+    public var stats: Stats {
+        let latency = queue.latencyModel
+        let (a, b) = latency.coefficients
+        return Stats(queueLength: queue.queueLength, perItemNanos: a, perBatchNanos: b, batchesObserved: latency.observations)
+    }
+
     /// Label of class `index`, or `class_<index>` when the model has no (or too few) labels.
     public func label(_ index: Int) -> String {
         index >= 0 && index < labels.count ? labels[index] : "class_\(index)"

@@ -66,11 +66,13 @@ public final class ModelRegistry: @unchecked Sendable {
         return problems
     }
 
+    /// Removes a model. Requests still waiting in its queue get -32002 (model unavailable) at once;
+    /// a batch already running finishes.
     public func unload(_ name: String) -> Bool {
         lock.lock()
         let old = models.removeValue(forKey: name)
         lock.unlock()
-        old?.queue.shutdown()
+        old?.queue.close(failingWaiting: .modelUnavailable("model \(name) was unloaded while the request waited"))
         return old != nil
     }
 

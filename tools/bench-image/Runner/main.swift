@@ -3,6 +3,7 @@
 //
 //   glimpse-image-bench bench <seconds> <file>...     prints "<file> <img/s>" per file
 //   glimpse-image-bench dump <out.f32> <file> [center|fit|fill] [rgb|bgr|gray] [short]
+// Environment: GLIMPSE_DCT=eighths|powersOfTwo|off (DCT scaling policy).
 import Foundation
 import GlimpseImage
 
@@ -14,6 +15,8 @@ func readFile(_ path: String) -> Data {
     return d
 }
 
+let env = ProcessInfo.processInfo.environment
+let options = DecodeOptions(dctScaling: env["GLIMPSE_DCT"].flatMap(DCTScaling.init(rawValue:)) ?? .eighths)
 let torch = Preprocessing(width: 224, height: 224, resizeShortSide: 256, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225])
 let args = CommandLine.arguments
 guard args.count >= 3 else {
@@ -33,7 +36,7 @@ case "bench":
             for _ in 0..<8 {
                 data.withUnsafeBytes { raw in
                     out.withUnsafeMutableBytes { dst in
-                        _ = try? ImagePipeline.preprocess(raw, spec: torch, into: dst.baseAddress!)
+                        _ = try? ImagePipeline.preprocess(raw, spec: torch, options: options, into: dst.baseAddress!)
                     }
                 }
                 n += 1
@@ -52,7 +55,7 @@ case "dump":
     var out = [Float](repeating: 0, count: spec.elementCount)
     do {
         let info = try data.withUnsafeBytes { raw in
-            try out.withUnsafeMutableBytes { try ImagePipeline.preprocess(raw, spec: spec, into: $0.baseAddress!) }
+            try out.withUnsafeMutableBytes { try ImagePipeline.preprocess(raw, spec: spec, options: options, into: $0.baseAddress!) }
         }
         print(info)
         try out.withUnsafeBytes { Data($0) }.write(to: URL(fileURLWithPath: args[2]))

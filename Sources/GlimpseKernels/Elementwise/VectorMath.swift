@@ -1,0 +1,60 @@
+/// Vectorized transcendental functions for activations (SIMD16, no libm calls).
+///
+/// `simdExp`: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r
+/// (relative error ≈ 2e-7) and 2^n built in the exponent bits. Inputs are clamped to
+/// [-87.3, 88.7] (results saturate to ~1e-38 / ~3e38 instead of 0 / inf).
+@inline(__always)
+public func simdExp(_ x0: SIMD16<Float>) -> SIMD16<Float> {
+    let x = simdClamp(x0, SIMD16(repeating: -87.3), SIMD16(repeating: 88.7))
+    let n = (x * 1.442_695_04).rounded(.toNearestOrEven)
+    var r = x - n * 0.693_145_75
+    r = r - n * 1.428_606_8e-6
+    var p = SIMD16<Float>(repeating: 1.0 / 720)
+    p = p * r + 1.0 / 120
+    p = p * r + 1.0 / 24
+    p = p * r + 1.0 / 6
+    p = p * r + 0.5
+    p = p * r + 1
+    p = p * r + 1
+    // 2^n: n + 127 lands in the low mantissa bits of (n + 1.5·2^23 + 127); shift it into the exponent.
+    let biased = n + (12_582_912.0 + 127)
+    let bits = unsafeBitCast(biased, to: SIMD16<Int32>.self) &<< 23
+    return p * unsafeBitCast(bits, to: SIMD16<Float>.self)
+}
+
+@inline(__always)
+public func simdSigmoid(_ x: SIMD16<Float>) -> SIMD16<Float> {
+    1 / (1 + simdExp(-x))
+}
+
+/// y = x·sigmoid(x) (SiLU / swish), SIMD16 with a scalar tail.
+public func swish_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
+    var i = 0
+    while i + 16 <= count {
+        let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
+        UnsafeMutableRawPointer(y + i).storeBytes(of: v * simdSigmoid(v), as: SIMD16<Float>.self)
+        i += 16
+    }
+    if i < count {
+        var v = SIMD16<Float>()
+        for j in 0..<(count - i) { v[j] = x[i + j] }
+        let r = v * simdSigmoid(v)
+        for j in 0..<(count - i) { y[i + j] = r[j] }
+    }
+}
+
+/// y = sigmoid(x), SIMD16 with a scalar tail.
+public func sigmoid_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
+    var i = 0
+    while i + 16 <= count {
+        let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
+        UnsafeMutableRawPointer(y + i).storeBytes(of: simdSigmoid(v), as: SIMD16<Float>.self)
+        i += 16
+    }
+    if i < count {
+        var v = SIMD16<Float>()
+        for j in 0..<(count - i) { v[j] = x[i + j] }
+        let r = simdSigmoid(v)
+        for j in 0..<(count - i) { y[i + j] = r[j] }
+    }
+}

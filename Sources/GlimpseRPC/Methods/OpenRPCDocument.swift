@@ -1,0 +1,64 @@
+/// The OpenRPC description of the API, returned by `rpc.discover` and written to `openapi/openrpc.json`.
+public enum OpenRPCDocument {
+    static func param(_ name: String, _ schema: JSONValue, required: Bool = false, _ description: String) -> JSONValue {
+        ["name": .string(name), "required": .bool(required), "description": .string(description), "schema": schema]
+    }
+
+    static let prediction: JSONValue = ["type": "object", "properties": [
+        "label": ["type": "string"], "index": ["type": "integer"], "score": ["type": "number"]]]
+
+    static let classifyResult: JSONValue = ["type": "object", "properties": [
+        "model": ["type": "string"], "variant": ["type": "string"], "version": ["type": "string"],
+        "predictions": ["type": "array", "items": prediction],
+        "timing_ms": ["type": "object", "properties": ["queue": ["type": "number"], "decode": ["type": "number"],
+                                                      "inference": ["type": "number"], "total": ["type": "number"]]],
+        "batch_size": ["type": "integer"],
+        "image": ["type": "object", "properties": ["format": ["type": "string"], "width": ["type": "integer"], "height": ["type": "integer"]]],
+    ]]
+
+    static func error(_ code: Int, _ message: String) -> JSONValue { ["code": .int(code), "message": .string(message)] }
+
+    public static let document: JSONValue = [
+        "openrpc": "1.2.6",
+        "info": ["title": "Glimpse", "version": "0.1.0",
+                 "description": "Image classification over JSON-RPC 2.0 (HTTP/2 h2c or HTTP/1.1, POST /rpc)."],
+        "methods": [
+            [
+                "name": "classify",
+                "summary": "Classify one image (image) or several (images, answered in order).",
+                "paramStructure": "by-name",
+                "params": [
+                    param("image", ["type": "string", "contentEncoding": "base64"], "A JPEG or PNG image, base64 (standard or URL-safe, data: URLs accepted)."),
+                    param("images", ["type": "array", "items": ["type": "string", "contentEncoding": "base64"]], "Several images; the result is an array in the same order."),
+                    param("model", ["type": "string"], required: true, "Model name (see models.list)."),
+                    param("top_k", ["type": "integer", "minimum": 1, "default": 5], "How many predictions to return."),
+                    param("crop", ["type": "string", "enum": ["center", "fit", "fill"]], "How the image is fitted to the model input; default: the model's."),
+                    param("deadline_ms", ["type": "number", "exclusiveMinimum": 0], "Time budget; a request predicted to miss it is refused at once with -32000 deadline_unmeetable."),
+                ],
+                "result": ["name": "classification", "schema": ["oneOf": [classifyResult, ["type": "array", "items": classifyResult]]]],
+                "errors": [
+                    error(-32602, "Invalid params: bad base64, undecodable or unsupported image, image too large, unknown model, bad parameter (data.reason)"),
+                    error(-32000, "Server overloaded (data.reason: queue_full | deadline_unmeetable, data.retry_after_ms)"),
+                    error(-32001, "Deadline exceeded"),
+                    error(-32002, "Model unavailable"),
+                ],
+            ],
+            [
+                "name": "models.list", "summary": "The loaded models with their input specs, labels count, size and version.",
+                "params": [], "result": ["name": "models", "schema": ["type": "object"]],
+            ],
+            [
+                "name": "server.stats", "summary": "Queue depths, latency models and request counts per model.",
+                "params": [], "result": ["name": "stats", "schema": ["type": "object"]],
+            ],
+            [
+                "name": "health", "summary": "Liveness: status, number of models, uptime.",
+                "params": [], "result": ["name": "health", "schema": ["type": "object"]],
+            ],
+            [
+                "name": "rpc.discover", "summary": "This OpenRPC document.",
+                "params": [], "result": ["name": "document", "schema": ["type": "object"]],
+            ],
+        ],
+    ]
+}

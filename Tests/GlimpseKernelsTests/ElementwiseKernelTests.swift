@@ -1,0 +1,33 @@
+import Foundation
+import GlimpseKernels
+import XCTest
+
+/// Vectorized activations and binary rows against scalar Foundation references.
+final class ElementwiseKernelTests: XCTestCase {
+    func testExpSigmoidSwish() {
+        var rng = TestRandom(seed: 13)
+        for n in [1, 15, 16, 17, 100, 333] {
+            let x = AlignedBuffer((0..<n).map { _ in rng.float() * 30 })
+            let y = AlignedBuffer(n)
+            unary_f32(.swish, x.pointer, y.pointer, count: n)
+            assertClose(y.array, x.array.map { $0 / (1 + Foundation.exp(-$0)) }, tolerance: 1e-6, "swish n=\(n)")
+            unary_f32(.sigmoid, x.pointer, y.pointer, count: n)
+            assertClose(y.array, x.array.map { 1 / (1 + Foundation.exp(-$0)) }, tolerance: 1e-6, "sigmoid n=\(n)")
+        }
+        for v: Float in [-80, -10, -1, -0.3, 0, 0.3, 1, 10, 80] {
+            let e = simdExp(SIMD16(repeating: v))[0]
+            XCTAssertEqual(e, Foundation.exp(v), accuracy: Foundation.exp(v) * 1e-6, "exp(\(v))")
+        }
+    }
+
+    func testBinaryRows() {
+        var rng = TestRandom(seed: 17)
+        for n in [1, 16, 23, 70] {
+            let a = AlignedBuffer(rng.floats(n)), b = AlignedBuffer(rng.floats(n)), o = AlignedBuffer(n)
+            binary_row_f32(.mul, a.pointer, 1, b.pointer, 0, o.pointer, n, lower: -.infinity, upper: .infinity)
+            assertClose(o.array, a.array.map { $0 * b.array[0] })
+            binary_row_f32(.add, a.pointer, 1, b.pointer, 1, o.pointer, n, lower: 0, upper: .infinity)
+            assertClose(o.array, zip(a.array, b.array).map { max(0, $0 + $1) })
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import GlimpseEngine
+import GlimpseTensor
+import XCTest
+
+@testable import GlimpseServing
+
+/// A model that sums each item and can be held mid-batch, to test the queue's hand-offs.
+final class GateModel: BatchModel, @unchecked Sendable {
+    let name = "gate"
+    let inputs = [TensorSpec(name: "x", shape: [-1, 4], dtype: .float32)]
+    let entered = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private(set) var batchSizes: [Int] = []
+
+    func run(_ inputs: [Tensor]) throws -> [Tensor] {
+        let x = inputs[0]
+        lock.lock(); batchSizes.append(x.shape[0]); lock.unlock()
+        entered.signal()
+        release.wait()
+        let n = x.shape[0]
+        let out = Tensor(shape: [n, 1])
+        let v = x.floats()
+        for i in 0..<n { out.pointer(as: Float.self)[i] = v[(i * 4)..<(i * 4 + 4)].reduce(0, +) }
+        return [out]
+    }
+}
+
+final class BatchQueueTests: XCTestCase {
+    func item(_ value: Float) -> Tensor { Tensor(shape: [4], floats: [value, value, value, value]) }
+
+    func testRequestsArrivingDuringABatchFormTheNextBatch() async throws {
+        let model = GateModel()
+        let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 0, delayPolicy: .fixed), workers: 1)
+        defer { queue.shutdown() }
+        let first = Task { try await queue.submit(item(1)) }
+        model.entered.wait()  // the first batch (of 1) is running
+        let rest = (2...5).map { v in Task { try await queue.submit(self.item(Float(v))) } }
+        while queue.queueLength < 4 { try await Task.sleep(nanoseconds: 1_000_000) }
+        for _ in 0..<2 { model.release.signal() }
+        let r1 = try await first.value
+        XCTAssertEqual(r1.scores, [4])
+        XCTAssertEqual(r1.batchSize, 1)
+        for (i, t) in rest.enumerated() {
+            let r = try await t.value
+            XCTAssertEqual(r.scores, [Float(i + 2) * 4])
+            XCTAssertEqual(r.batchSize, 4)
+        }
+        XCTAssertEqual(model.batchSizes, [1, 4])
+    }
+
+    func testUnloadAnswersWaitingRequestsWithModelUnavailable() async throws {
+        let model = GateModel()
+        let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed), workers: 1)
+        let running = Task { try await queue.submit(item(1)) }
+        model.entered.wait()
+        let waiting = (0..<3).map { _ in Task { try await queue.submit(self.item(2)) } }
+        while queue.queueLength < 3 { try await Task.sleep(nanoseconds: 1_000_000) }
+        queue.close(failingWaiting: .modelUnavailable("unloaded"))
+        for t in waiting {
+            do {
+                _ = try await t.value
+                XCTFail("a waiting request must not run after unload")
+            } catch let e as ServingError {
+                XCTAssertEqual(e, .modelUnavailable("unloaded"))
+            }
+        }
+        model.release.signal()
+        let r = try await running.value  // the batch already running finishes
+        XCTAssertEqual(r.scores, [4])
+        do {
+            _ = try await queue.submit(item(3))
+            XCTFail("a closed queue must refuse")
+        } catch let e as ServingError {
+            guard case .modelUnavailable = e else { return XCTFail("\(e)") }
+        }
+    }
+
+    func testQueueFullIsOverloadedError() async throws {
+        let model = GateModel()
+        let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, maxQueueLength: 2, delayPolicy: .fixed), workers: 1)
+        let running = Task { try await queue.submit(item(1)) }
+        model.entered.wait()
+        let waiting = (0..<2).map { _ in Task { try await queue.submit(self.item(1)) } }
+        while queue.queueLength < 2 { try await Task.sleep(nanoseconds: 1_000_000) }
+        do {
+            _ = try await queue.submit(item(1))
+            XCTFail("expected queue_full")
+        } catch let e as ServingError {
+            guard case .overloaded(let reason, let retry) = e else { return XCTFail("\(e)") }
+            XCTAssertEqual(reason, "queue_full")
+            XCTAssertGreaterThan(retry, 0)
+        }
+        for _ in 0..<3 { model.release.signal() }
+        _ = try await running.value
+        for t in waiting { _ = try await t.value }
+        queue.shutdown()
+    }
+}

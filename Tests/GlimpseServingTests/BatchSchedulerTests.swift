@@ -1,0 +1,108 @@
+import GlimpseServing
+import XCTest
+
+/// The batching policy, driven with a fake clock: no threads, sockets or sleeps.
+final class BatchSchedulerTests: XCTestCase {
+    let ms: UInt64 = 1_000_000
+
+    func fixed(maxBatch: Int = 4, delayMs: UInt64 = 2, queue: Int = 16, allowed: [Int]? = nil) -> BatchScheduler {
+        BatchScheduler(configuration: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: delayMs * ms, maxQueueLength: queue,
+                                            allowedBatchSizes: allowed, delayPolicy: .fixed))
+    }
+
+    func testWaitsForMaxQueueDelayThenDispatchesWhatIsThere() {
+        var s = fixed()
+        XCTAssertEqual(s.enqueue(id: 1, now: 0), .accepted)
+        XCTAssertEqual(s.next(now: 0), .waitUntil(2 * ms))
+        XCTAssertEqual(s.enqueue(id: 2, now: 1 * ms), .accepted)
+        XCTAssertEqual(s.next(now: 1 * ms), .waitUntil(2 * ms))
+        XCTAssertEqual(s.next(now: 2 * ms), .dispatch(ids: [1, 2]))
+        // The only worker is busy: nothing more until it is done.
+        XCTAssertEqual(s.enqueue(id: 3, now: 3 * ms), .accepted)
+        XCTAssertEqual(s.next(now: 10 * ms), .idle)
+        s.batchDone(size: 2, durationNanos: 8 * ms, now: 10 * ms)
+        XCTAssertEqual(s.next(now: 10 * ms), .dispatch(ids: [3]))
+    }
+
+    func testFullBatchGoesAtOnce() {
+        var s = fixed(maxBatch: 3)
+        for id in 1...4 { XCTAssertEqual(s.enqueue(id: UInt64(id), now: 0), .accepted) }
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1, 2, 3]))
+    }
+
+    func testAllowedBatchSizesCutTheBatch() {
+        var s = fixed(maxBatch: 8, allowed: [1, 4, 8])
+        for id in 1...6 { _ = s.enqueue(id: UInt64(id), now: 0) }
+        XCTAssertEqual(s.next(now: 2 * ms), .dispatch(ids: [1, 2, 3, 4]))
+    }
+
+    func testQueueFullIsRefusedWithRetryHint() {
+        var s = fixed(queue: 2)
+        XCTAssertEqual(s.enqueue(id: 1, now: 0), .accepted)
+        XCTAssertEqual(s.enqueue(id: 2, now: 0), .accepted)
+        guard case .rejected(let reason, let retry) = s.enqueue(id: 3, now: 0) else { return XCTFail("expected a refusal") }
+        XCTAssertEqual(reason, "queue_full")
+        XCTAssertGreaterThan(retry, 0)
+    }
+
+    func testAdaptiveDispatchesAtOnceWhenArrivalsAreSparse() {
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 4, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive))
+        _ = s.enqueue(id: 1, now: 0)
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1]))
+        s.batchDone(size: 1, durationNanos: ms, now: ms)
+        _ = s.enqueue(id: 2, now: 100 * ms)  // 100 ms after the last one: no point waiting
+        XCTAssertEqual(s.next(now: 100 * ms), .dispatch(ids: [2]))
+    }
+
+    func testAdaptiveWaitsWhenArrivalsAreDense() {
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 4, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive))
+        for i in 0..<3 { _ = s.enqueue(id: UInt64(i + 1), now: UInt64(i) * ms / 4) }
+        XCTAssertEqual(s.next(now: ms / 2), .waitUntil(2 * ms))
+        _ = s.enqueue(id: 4, now: ms)
+        XCTAssertEqual(s.next(now: ms), .dispatch(ids: [1, 2, 3, 4]))
+    }
+
+    func testUnmeetableDeadlineIsShedAtOnce() {
+        var s = fixed(maxBatch: 2)
+        // Teach the latency model: a batch of 2 takes 10 ms.
+        _ = s.enqueue(id: 1, now: 0)
+        _ = s.enqueue(id: 2, now: 0)
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1, 2]))
+        s.batchDone(size: 2, durationNanos: 10 * ms, now: 10 * ms)
+        // The model predicts about 5 ms for one item: 3 ms is not enough.
+        guard case .rejected(let reason, _) = s.enqueue(id: 3, now: 20 * ms, deadline: 23 * ms) else { return XCTFail("expected shedding") }
+        XCTAssertEqual(reason, "deadline_unmeetable")
+        // 50 ms is.
+        XCTAssertEqual(s.enqueue(id: 4, now: 20 * ms, deadline: 70 * ms), .accepted)
+    }
+
+    func testDeadlinePassedInQueueExpires() {
+        var s = fixed(maxBatch: 4, delayMs: 50)
+        XCTAssertEqual(s.enqueue(id: 1, now: 0, deadline: 5 * ms), .accepted)
+        XCTAssertEqual(s.enqueue(id: 2, now: 0), .accepted)
+        // The tight deadline pulls the dispatch forward instead of waiting 50 ms.
+        guard case .waitUntil(let t) = s.next(now: 0) else { return XCTFail("expected a wait") }
+        XCTAssertLessThanOrEqual(t, 5 * ms)
+        // If the worker was busy past the deadline, the request expires rather than running late.
+        var busy = fixed(maxBatch: 1, delayMs: 0)
+        _ = busy.enqueue(id: 1, now: 0)
+        XCTAssertEqual(busy.next(now: 0), .dispatch(ids: [1]))
+        _ = busy.enqueue(id: 2, now: ms, deadline: 3 * ms)
+        XCTAssertEqual(busy.next(now: 4 * ms), .expire(ids: [2]))
+    }
+
+    func testLatencyModelFitsLine() {
+        var m = LatencyModel(decay: 1)
+        for n in [1, 2, 4, 8, 1, 8] { m.observe(size: n, nanos: Double(3 * n + 5) * 1e6) }
+        let (a, b) = m.coefficients
+        XCTAssertEqual(a / 1e6, 3, accuracy: 1e-6)
+        XCTAssertEqual(b / 1e6, 5, accuracy: 1e-6)
+        XCTAssertEqual(m.predict(size: 16) / 1e6, 53, accuracy: 1e-6)
+    }
+
+    func testDrainFlushesWithoutWaiting() {
+        var s = fixed(delayMs: 100)
+        _ = s.enqueue(id: 1, now: 0)
+        XCTAssertEqual(s.next(now: 0, flush: true), .dispatch(ids: [1]))
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// Runs one configuration: opens the connections, gives each a driver on its own thread, waits
+/// (bounded) for all of them, then merges their recorders into a `RunResult`.
+public enum LoadRunner {
+    /// Called about four times a second from the calling thread while a run is in progress.
+    public typealias ProgressHandler = (_ elapsed: Double, _ completed: Int, _ failed: Int) -> Void
+
+    public static func run(_ config: LoadConfiguration, corpus: RequestCorpus, progress: ProgressHandler? = nil) throws -> RunResult {
+        try config.validate()
+        var connections: [H2Connection] = []
+        for _ in 0..<config.connections {
+            connections.append(try H2Connection(host: config.host, port: config.port, requestTimeout: config.requestTimeout))
+        }
+        let counter = ProgressCounter()
+        let prepared = corpus.prepared(for: connections.first?.authority ?? "")
+        let start = MonotonicClock.now()
+        let drain = config.requestTimeout + 1
+        var drivers: [LoadDriver] = []
+        for (i, connection) in connections.enumerated() {
+            let share = config.maxRequests / config.connections + (i < config.maxRequests % config.connections ? 1 : 0)
+            let phase = RunPhase(startNs: start, warmup: config.warmup, duration: config.duration,
+                                 maxRequests: max(share, 0), drainTimeout: drain)
+            let pacing: LoadDriver.Pacing
+            let perConnection = config.connections
+            switch config.mode {
+            case .closed:
+                pacing = .closed(inFlight: config.concurrency(ofConnection: i))
+            case .constantRate(let rate):
+                let schedule = ArrivalSchedule(kind: .constant, rate: rate / Double(perConnection), offsetNs: Double(i) * 1e9 / rate)
+                pacing = .open(schedule, maxOutstanding: config.maxOutstandingPerConnection)
+            case .poisson(let rate):
+                let schedule = ArrivalSchedule(kind: .poisson, rate: rate / Double(perConnection), seed: config.seed &+ UInt64(i) &* 7919)
+                pacing = .open(schedule, maxOutstanding: config.maxOutstandingPerConnection)
+            }
+            let driver = LoadDriver(phase: phase, pacing: pacing, corpus: prepared, progress: counter, firstIndex: i * 7)
+            drivers.append(driver)
+            connection.start(driver: driver, name: "glimpse-load-\(i)")
+        }
+        // Bounded wait: warm-up + duration + drain + slack.
+        let limit = config.warmup + config.duration + drain + 5
+        var allDone = false
+        while !allDone {
+            let elapsed = Double(MonotonicClock.now() - start) / 1e9
+            if elapsed > limit { break }
+            allDone = connections.allSatisfy { $0.join(timeout: 0) }
+            if !allDone {
+                let snap = counter.snapshot
+                progress?(max(elapsed - config.warmup, 0), snap.completed, snap.failed)
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
+        for connection in connections { connection.stop() }
+        for connection in connections { _ = connection.join(timeout: 5) }
+        var merged = LoadRecorder()
+        var notes: [String] = []
+        for (i, (driver, connection)) in zip(drivers, connections).enumerated() {
+            merged.merge(driver.recorder)
+            if let reason = connection.closeReason, reason.detail != "client stopped" {
+                notes.append("connection \(i) ended early: \(reason.detail)")
+            }
+        }
+        let phase = drivers.first?.phase ?? RunPhase(startNs: start, warmup: config.warmup, duration: config.duration, maxRequests: 1, drainTimeout: 0)
+        var result = RunResult(mode: config.mode, connections: config.connections, recorder: merged,
+                               measureStartNs: phase.measureStartNs, measureEndNs: phase.measureEndNs)
+        result.notes = notes
+        return result
+    }
+
+    /// Runs each mode in turn with the same settings (a sweep over concurrencies or rates).
+    public static func sweep(_ config: LoadConfiguration, modes: [LoadMode], corpus: RequestCorpus,
+                             progress: ((Int, Double, Int, Int) -> Void)? = nil) throws -> [RunResult] {
+        var results: [RunResult] = []
+        for (i, mode) in modes.enumerated() {
+            var c = config
+            c.mode = mode
+            results.append(try run(c, corpus: corpus) { elapsed, done, failed in progress?(i, elapsed, done, failed) })
+        }
+        return results
+    }
+}

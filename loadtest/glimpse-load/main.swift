@@ -1,0 +1,1 @@
+GlimpseLoadCommand.main()
