@@ -87,6 +87,14 @@ let package = Package(
             swiftSettings: cpuSettings
         ),
 
+        // Engine benchmark runner (tools/bench-engine/run.sh compares it with onnxruntime).
+        .executableTarget(
+            name: "bench-engine",
+            dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor"],
+            path: "tools/bench-engine/Runner",
+            swiftSettings: computeSettings
+        ),
+
         // Load generator over libnghttp2 (an HTTP/2 stack independent of the server's).
         .target(
             name: "GlimpseLoad",

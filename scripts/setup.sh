@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs the C libraries and tools Glimpse builds against and tests with (Debian packages).
+# Installs what Glimpse builds against (Debian -dev packages); with --test, also the real peers the
+# tests use: curl, nghttp and h2load (nghttp2-client), promtool and prometheus.
 set -euo pipefail
-need=(libturbojpeg0-dev libspng-dev libnghttp2-dev nghttp2-client pkg-config curl)
+need=(libturbojpeg0-dev libspng-dev libnghttp2-dev pkg-config)
+if [ "${1:-}" = "--test" ]; then
+  need+=(curl nghttp2-client nghttp2-server prometheus)
+fi
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -9,6 +13,7 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "installing: ${missing[*]}" >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -4,7 +4,7 @@
 # (see Package.swift), so the debug test build runs real kernels at full speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test
 if [ ! -d ../shared ]; then
   echo "error: test data not found at ../shared (next to this repository)" >&2
   exit 1

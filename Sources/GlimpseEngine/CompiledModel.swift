@@ -38,6 +38,9 @@ public final class CompiledModel: @unchecked Sendable {
     public let inputs: [TensorSpec]
     public let outputs: [TensorSpec]
     let graph: Graph
+    /// CPU time used so far by this model's engine worker threads (the calling thread excluded).
+    public func engineThreadsCPUNanos() -> UInt64 { pool.workerCPUTimeNanos() }
+
     let pool: ThreadPool
     let threads: Int
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).

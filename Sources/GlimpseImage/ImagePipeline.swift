@@ -4,8 +4,8 @@ public enum ImagePipeline {
     /// `crop` (or `spec.crop`), normalizes, and writes `spec.byteCount` bytes at `destination`
     /// in `spec.layout` / `spec.dtype`.
     ///
-    /// JPEGs are decoded at the smallest DCT scale (n/8) that still covers the resized size, so a
-    /// 12 MP photo is decoded at 1/8 for a 224 input. The resize is Pillow's BILINEAR (area-aware
+    /// JPEGs are decoded at the smallest DCT scale that still covers the resized size (1/2, 1/4,
+    /// 1/8 by default, see `DCTScaling`), so a 12 MP photo is decoded at 1/8 for a 224 input. The resize is Pillow's BILINEAR (area-aware
     /// when downscaling), computed only inside the crop window. Padding is 0 after normalization.
     public static func preprocess(_ data: UnsafeRawBufferPointer, spec: Preprocessing, crop: CropMode? = nil,
                                   limits: ImageLimits = .init(), into destination: UnsafeMutableRawPointer) throws -> ImageInfo {
@@ -57,6 +57,7 @@ public enum ImagePipeline {
     /// Resizes `pixels` into the crop window of `geometry` and normalizes each finished row.
     static func render(_ pixels: PixelBuffer, geometry g: CropGeometry, normalizer: Normalizer) throws {
         let validX = g.validX, validY = g.validY
+        if normalizer.spec.channelOrder == .gray { pixels.convertToLuma() }   // Pillow: convert("L"), then resize
         if validX.count != g.outputWidth || validY.count != g.outputHeight { normalizer.zeroAll() }
         try Resample.run(pixels, geometry: g) { row, y in
             normalizer.write(row: row, y: y, x0: validX.lowerBound, count: validX.count)

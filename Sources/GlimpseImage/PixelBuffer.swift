@@ -75,4 +75,18 @@ final class PixelBuffer {
             p += 4
         }
     }
+
+    /// Replaces R, G and B by Pillow's `convert("L")` luminance, L = (R×19595 + G×38470 + B×7471
+    /// + 0x8000) >> 16, so that gray models see Pillow's convert-then-resize order exactly.
+    func convertToLuma() {
+        let n = width * height
+        let words = UnsafeMutableRawPointer(base).bindMemory(to: UInt32.self, capacity: n)
+        for i in 0..<n {
+            let v = words[i]   // little-endian RGBX
+            let r = v & 0xFF, g = (v >> 8) & 0xFF, b = (v >> 16) & 0xFF
+            let l = (r &* 19595 &+ g &* 38470 &+ b &* 7471 &+ 0x8000) >> 16
+            words[i] = l | l << 8 | l << 16 | 0xFF00_0000
+        }
+        _ = UnsafeMutableRawPointer(words).bindMemory(to: UInt8.self, capacity: n * 4)
+    }
 }

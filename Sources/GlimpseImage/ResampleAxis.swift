@@ -18,28 +18,37 @@ struct ResampleAxis {
         let scale = Double(inSize) / Double(outSize)
         let filterScale = max(scale, 1.0)
         let support = 1.0 * filterScale                      // bilinear support is 1
-        let ksize = Int(support.rounded(.up)) * 2 + 1
-        let taps = min(ksize, inSize)
-        var starts = [Int](repeating: 0, count: outputs.count)
-        var weights = [Int32](repeating: 0, count: outputs.count * taps)
-        var k = [Double](repeating: 0, count: ksize)
+        let ksize = Int(support.rounded(.up)) * 2 + 1         // Pillow's bound on window length
         let ss = 1.0 / filterScale
-        for (i, xx) in outputs.enumerated() {
+        // Windows per output: Pillow's xmin / xmax rounding. The padded width is the longest
+        // window actually used (often one less than ksize), which saves a multiply-add per pixel.
+        var windows: [(xmin: Int, count: Int, center: Double)] = []
+        windows.reserveCapacity(outputs.count)
+        var longest = 1
+        for xx in outputs {
             let center = (Double(xx) + 0.5) * scale
             let xmin = max(Int(center - support + 0.5), 0)   // C casts truncate toward zero
             let xmax = min(Int(center + support + 0.5), inSize) - xmin
+            windows.append((xmin, max(xmax, 0), center))
+            longest = max(longest, xmax)
+        }
+        let taps = min(max(1, min(longest, ksize)), inSize)
+        var starts = [Int](repeating: 0, count: outputs.count)
+        var weights = [Int32](repeating: 0, count: outputs.count * taps)
+        var k = [Double](repeating: 0, count: ksize)
+        for (i, win) in windows.enumerated() {
             var sum = 0.0
-            for x in 0..<max(xmax, 0) {
-                let w = ResampleAxis.triangle((Double(x + xmin) - center + 0.5) * ss)
+            for x in 0..<win.count {
+                let w = ResampleAxis.triangle((Double(x + win.xmin) - win.center + 0.5) * ss)
                 k[x] = w
                 sum += w
             }
-            let start = min(xmin, inSize - taps)
+            let start = min(win.xmin, inSize - taps)
             starts[i] = start
-            for x in 0..<max(xmax, 0) {
+            for x in 0..<win.count {
                 let w = sum != 0 ? k[x] / sum : k[x]
                 let fixed = w * Double(1 << ResampleAxis.precisionBits)
-                weights[i * taps + (xmin - start) + x] = Int32(w < 0 ? fixed - 0.5 : fixed + 0.5)
+                weights[i * taps + (win.xmin - start) + x] = Int32(w < 0 ? fixed - 0.5 : fixed + 0.5)
             }
         }
         self.taps = taps

@@ -35,8 +35,10 @@ public enum GlimpseServer {
     /// The JSON-RPC dispatcher with Glimpse's methods, recording each call's outcome in metrics.
     public static func makeDispatcher(service: InferenceService, configuration: ServerConfiguration,
                                       logger: Logger = Logger(label: "glimpse.rpc")) -> RPCDispatcher {
-        RPCDispatcher(methods: GlimpseMethods.table(service: service), maxBatchLength: configuration.maxBatchLength, logger: logger) { method, error in
-            RPCMetrics.record(method: method, error: error)
+        let table = GlimpseMethods.table(service: service)
+        let known = Set(table.keys)
+        return RPCDispatcher(methods: table, maxBatchLength: configuration.maxBatchLength, logger: logger) { method, error in
+            RPCMetrics.record(method: method, error: error, known: known)
         }
     }
 }

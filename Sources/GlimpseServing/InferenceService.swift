@@ -3,6 +3,7 @@ import GlimpseEngine
 import GlimpseImage
 import GlimpseTensor
 import Logging
+import Metrics
 
 /// One prediction of a classification.
 public struct Prediction: Sendable, Hashable {
@@ -28,6 +29,8 @@ public struct ClassifyResult: Sendable {
     public var timing: StageTiming
     public var batchSize: Int
     public var image: ImageInfo
+    /// Energy attributed to this image's inference, in millijoules.
+    public var energyMillijoules: Double
 }
 
 /// A classification request, after the RPC layer has parsed and checked the parameters.
@@ -54,9 +57,13 @@ public final class InferenceService: Sendable {
     public let registry: ModelRegistry
     let decodePool: ComputePool
     let logger: Logger
+    public let energy: EnergyMeter
+    private let inflight = InflightCounter()
 
-    public init(configuration: ServingConfiguration = .init(), logger: Logger = Logger(label: "glimpse.serving")) {
+    public init(configuration: ServingConfiguration = .init(), energy: EnergyMeter = EnergyMeter(),
+                logger: Logger = Logger(label: "glimpse.serving")) {
         self.configuration = configuration
+        self.energy = energy
         self.logger = logger
         self.registry = ModelRegistry(configuration: configuration, logger: logger)
         self.decodePool = ComputePool(threads: configuration.decodeThreads, name: "glimpse-decode")
@@ -87,6 +94,8 @@ public final class InferenceService: Sendable {
     }
 
     func classifyOne(_ bytes: [UInt8], model: LoadedModel, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
+        inflight.add(1)
+        defer { inflight.add(-1) }
         let start = monotonicNanos()
         let spec = model.metadata.preprocessing
         let queue = model.queue
@@ -109,7 +118,10 @@ public final class InferenceService: Sendable {
         let end = monotonicNanos()
         ServingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
         ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
+        ServingMetrics.recordStage("inference", model: model.name, nanos: item.inferenceNanos)
         ServingMetrics.recordStage("total", model: model.name, nanos: end - start)
+        let joules = energy.joules(cpuNanos: item.cpuNanosPerItem)
+        ServingMetrics.recordInferenceEnergy(model: model.name, variant: model.metadata.variant, joules: joules)
         let predictions = TopK.select(scores: item.scores, k: topK).map {
             Prediction(label: model.label($0.index), index: $0.index, score: $0.score)
         }
@@ -118,12 +130,26 @@ public final class InferenceService: Sendable {
             predictions: predictions,
             timing: StageTiming(queue: Double(item.queueNanos) / 1e6, decode: Double(decoded - start) / 1e6,
                                 inference: Double(item.inferenceNanos) / 1e6, total: Double(end - start) / 1e6),
-            batchSize: item.batchSize, image: info)
+            batchSize: item.batchSize, image: info, energyMillijoules: joules * 1000)
     }
 
     /// Stops the queues after their queued work.
     public func shutdown() {
         registry.shutdown()
         decodePool.shutdown()
+    }
+}
+
+/// Requests in progress, exported as a gauge.
+final class InflightCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    func add(_ delta: Int) {
+        lock.lock()
+        value += delta
+        let v = value
+        lock.unlock()
+        Gauge(label: GlimpseMetrics.inflight).record(v)
     }
 }

@@ -21,6 +21,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
     @Option(help: "Batch workers per model (each runs whole batches; engine threads are per worker).") var workers: Int = 1
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
+    @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
 
     func run() async throws {
@@ -30,8 +31,11 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "glimpse")
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let prometheus = PrometheusExport()
+        prometheus.bootstrap()
+        let energy = EnergyMeter(wattsPerCore: wattsPerCore)
+        let sampler = ProcessSampler(energy: energy)
+        logger.info("energy meter: \(energy.source == .rapl ? "RAPL package energy" : "estimate, \(wattsPerCore) W per busy core (no readable RAPL in /sys/class/powercap)")")
 
         guard let policy: BatchScheduler.DelayPolicy = ["adaptive": .adaptive, "fixed": .fixed][batchPolicy] else {
             throw ValidationError("--batch-policy must be adaptive or fixed")
@@ -49,7 +53,7 @@ struct Serve: AsyncParsableCommand {
             workersPerModel: workers,
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
                             allowedBatchSizes: sizes, delayPolicy: policy))
-        let service = InferenceService(configuration: serving, logger: logger)
+        let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }
         let loaded = service.registry.all
@@ -65,7 +69,10 @@ struct Serve: AsyncParsableCommand {
             configuration: config, service: service,
             dispatcher: GlimpseServer.makeDispatcher(service: service, configuration: config),
             state: state,
-            metricsText: { registry.emitToBuffer() },
+            metricsText: {
+                sampler.sample()
+                return prometheus.render()
+            },
             onServerRunning: { port in logger.info("listening on http://\(host):\(port) (h2c prior knowledge and HTTP/1.1)") },
             logger: logger)
         let group = ServiceGroup(configuration: .init(

@@ -15,8 +15,7 @@ enum SharedData {
     static func path(_ relative: String) throws -> String {
         let url = root.appendingPathComponent(relative)
         guard FileManager.default.fileExists(atPath: url.path) else {
-            XCTFail("shared test data missing: \(url.path) (expected ../shared beside the repository)")
-            throw XCTSkip("shared test data missing: \(url.path)")
+            throw SharedDataMissing(path: url.path)
         }
         return url.path
     }
@@ -45,4 +44,9 @@ func argmax(_ v: ArraySlice<Float>) -> Int {
     var best = v.startIndex
     for i in v.indices where v[i] > v[best] { best = i }
     return best - v.startIndex
+}
+
+struct SharedDataMissing: Error, CustomStringConvertible {
+    let path: String
+    var description: String { "shared test data missing: \(path) (expected ../shared beside the repository)" }
 }

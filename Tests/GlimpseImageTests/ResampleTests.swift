@@ -110,4 +110,19 @@ final class ResampleTests: XCTestCase {
             }
         }
     }
+
+    func testGrayConvertsBeforeResizingLikePillow() throws {
+        // Pillow: convert("L") first, then resize the single channel.
+        let img = noise(97, 61, seed: 99)
+        var luma = [UInt8]()
+        for i in 0..<(97 * 61) {
+            let r = Int(img.pixels[3 * i]), g = Int(img.pixels[3 * i + 1]), b = Int(img.pixels[3 * i + 2])
+            let l: Int = (r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16
+            luma.append(UInt8(l))
+        }
+        let want = Self.pillowResize(luma, 97, 61, channels: 1, to: 40, 30)
+        let spec = Preprocessing(width: 40, height: 30, crop: .fill, channelOrder: .gray, scale: 1)
+        let got = try preprocess(img.png(), spec: spec).values.map { UInt8($0) }
+        XCTAssertEqual(got, want)
+    }
 }

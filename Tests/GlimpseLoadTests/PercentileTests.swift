@@ -50,6 +50,8 @@ final class PercentileTests: XCTestCase {
         XCTAssertEqual(o.errors.map(\.label), ["-32602"])
         XCTAssertFalse(o.isSuccess)
         XCTAssertTrue(ResponseInspector.inspect(status: 200, body: Array("OK".utf8)).isSuccess)
+        let images = #"{"jsonrpc":"2.0","id":1,"result":[{"variant":"a","timing_ms":{"queue":1,"inference":2}},{"variant":"b"}]}"#
+        XCTAssertEqual(ResponseInspector.inspect(status: 200, body: Array(images.utf8)).results.map(\.variant), ["a", "b"])
         XCTAssertFalse(ResponseInspector.inspect(status: 404, body: []).isSuccess)
     }
 }

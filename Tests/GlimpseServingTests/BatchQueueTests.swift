@@ -14,6 +14,8 @@ final class GateModel: BatchModel, @unchecked Sendable {
     private let lock = NSLock()
     private(set) var batchSizes: [Int] = []
 
+    func engineThreadsCPUNanos() -> UInt64 { 0 }
+
     func run(_ inputs: [Tensor]) throws -> [Tensor] {
         let x = inputs[0]
         lock.lock(); batchSizes.append(x.shape[0]); lock.unlock()

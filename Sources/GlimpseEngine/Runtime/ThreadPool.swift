@@ -18,7 +18,10 @@ public final class ThreadPool: @unchecked Sendable {
         self.state = PoolState(workers: self.threads - 1)
         for i in 1..<self.threads {
             let state = self.state
-            let t = Thread { state.workerLoop() }
+            let t = Thread {
+                state.registerCurrentThreadClock()
+                state.workerLoop()
+            }
             t.name = "glimpse-engine-\(i)"
             t.stackSize = 1 << 20
             t.start()
@@ -26,6 +29,9 @@ public final class ThreadPool: @unchecked Sendable {
     }
 
     deinit { state.stop() }
+
+    /// CPU time used so far by the pool's worker threads (not the calling thread), in nanoseconds.
+    public func workerCPUTimeNanos() -> UInt64 { state.workerCPUTimeNanos() }
 
     /// Runs `body(i)` for every i in 0..<count, spread over the pool's threads.
     public func parallelFor(_ count: Int, _ body: (Int) -> Void) {
@@ -46,6 +52,30 @@ final class PoolState: @unchecked Sendable {
     private var jobCount = 0
 
     init(workers: Int) { self.workerCount = workers }
+
+    private let clockLock = NSLock()
+    private var clocks: [clockid_t] = []
+
+    /// Called by each worker thread as it starts, so its CPU clock can be read from other threads.
+    func registerCurrentThreadClock() {
+        var clock = clockid_t()
+        guard pthread_getcpuclockid(pthread_self(), &clock) == 0 else { return }
+        clockLock.lock()
+        clocks.append(clock)
+        clockLock.unlock()
+    }
+
+    func workerCPUTimeNanos() -> UInt64 {
+        clockLock.lock()
+        let ids = clocks
+        clockLock.unlock()
+        var total: UInt64 = 0
+        for id in ids {
+            var ts = timespec()
+            if clock_gettime(id, &ts) == 0 { total &+= UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec) }
+        }
+        return total
+    }
 
     func stop() {
         shutdown.store(true, ordering: .releasing)
@@ -91,7 +121,7 @@ final class PoolState: @unchecked Sendable {
         while true {
             var spins = 0
             var current = generation.load(ordering: .acquiring)
-            while current == seen && spins < 200_000 {
+            while current == seen && spins < 20_000 {
                 spinHint()
                 spins += 1
                 current = generation.load(ordering: .acquiring)

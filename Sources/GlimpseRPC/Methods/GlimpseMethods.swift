@@ -6,7 +6,21 @@ import GlimpseServing
 public enum GlimpseMethods {
     public static func table(service: InferenceService, startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
         [
-            "classify": { params, _ in try await classify(service: service, params: params) },
+            "classify": { params, _ in
+                // Labels stay bounded: a model name is used only when that model is loaded.
+                let requested = params?["model"]?.stringValue ?? ""
+                let loaded = service.registry.model(named: requested)
+                let model = loaded == nil ? "unknown" : requested
+                let variant = loaded?.metadata.variant ?? ""
+                do {
+                    let result = try await classify(service: service, params: params)
+                    RequestMetrics.record(method: "classify", model: model, variant: variant, outcome: "ok", reason: "")
+                    return result
+                } catch {
+                    RequestMetrics.record(method: "classify", model: model, variant: variant, outcome: "error", reason: reasonLabel(RPCError.from(error).error))
+                    throw error
+                }
+            },
             "models.list": { params, _ in
                 _ = try Params(params, method: "models.list")
                 return .object(["models": .array(service.registry.all.map(describe))])
@@ -78,6 +92,11 @@ public enum GlimpseMethods {
         return single != nil ? encoded[0] : .array(encoded)
     }
 
+    /// A short, bounded label for an error (its `data.reason`, else its code).
+    public static func reasonLabel(_ e: RPCError) -> String {
+        e.data?["reason"]?.stringValue ?? String(e.code)
+    }
+
     static func rounded(_ ms: Double) -> JSONValue { .double((ms * 1000).rounded() / 1000) }
 
     static func score(_ f: Float) -> JSONValue { .double(Double("\(f)") ?? Double(f)) }
@@ -93,6 +112,7 @@ public enum GlimpseMethods {
             "timing_ms": .object(["queue": rounded(r.timing.queue), "decode": rounded(r.timing.decode),
                                   "inference": rounded(r.timing.inference), "total": rounded(r.timing.total)]),
             "batch_size": .int(r.batchSize),
+            "energy_mj": .double((r.energyMillijoules * 1000).rounded() / 1000),
             "image": .object(["format": .string(r.image.format), "width": .int(r.image.width), "height": .int(r.image.height)]),
         ])
     }

@@ -11,9 +11,19 @@ protocol BatchModel: AnyObject, Sendable {
     var name: String { get }
     var inputs: [TensorSpec] { get }
     func run(_ inputs: [Tensor]) throws -> [Tensor]
+    /// CPU time consumed so far by the model's own engine threads (besides the calling thread).
+    func engineThreadsCPUNanos() -> UInt64
 }
 
 extension CompiledModel: BatchModel {}
+
+/// What one batch cost, for metrics and energy.
+struct BatchCost: Sendable {
+    var size: Int
+    var wallNanos: UInt64
+    var cpuNanos: UInt64
+    var oldestWaitNanos: UInt64
+}
 
 /// The result of one item of a batch.
 struct BatchItemResult: Sendable {
@@ -22,6 +32,8 @@ struct BatchItemResult: Sendable {
     var batchSize: Int
     var queueNanos: UInt64
     var inferenceNanos: UInt64
+    /// The batch's CPU time divided by its size.
+    var cpuNanosPerItem: UInt64
 }
 
 /// Drives a `BatchScheduler` for one model: owns the waiting items and the worker threads that
@@ -41,10 +53,10 @@ final class BatchQueue: @unchecked Sendable {
     private var pending: [UInt64: Pending] = [:]
     private var nextID: UInt64 = 0
     private var stopping = false
-    private let onBatch: @Sendable (Int, UInt64) -> Void
+    private let onBatch: @Sendable (BatchCost) -> Void
 
     init(model: any BatchModel, configuration: BatchScheduler.Configuration, workers: Int,
-         onBatch: @escaping @Sendable (_ size: Int, _ nanos: UInt64) -> Void = { _, _ in }) throws {
+         onBatch: @escaping @Sendable (BatchCost) -> Void = { _ in }) throws {
         guard let spec = model.inputs.first else { throw EngineError("model \(model.name) has no inputs") }
         self.model = model
         self.itemShape = Array(spec.shape.dropFirst())
@@ -86,6 +98,7 @@ final class BatchQueue: @unchecked Sendable {
                 return
             }
             let now = monotonicNanos()
+            defer { ServingMetrics.queueDepth(model: model.name, scheduler.queueLength) }
             nextID += 1
             let id = nextID
             switch scheduler.enqueue(id: id, now: now, deadline: deadline) {
@@ -129,11 +142,13 @@ final class BatchQueue: @unchecked Sendable {
             switch scheduler.next(now: now, flush: stopping) {
             case .dispatch(let ids):
                 let batch = ids.compactMap { pending.removeValue(forKey: $0) }
+                let depth = scheduler.queueLength
                 condition.unlock()
+                ServingMetrics.queueDepth(model: model.name, depth)
                 let start = monotonicNanos()
-                run(batch, startedAt: start)
+                let cost = run(batch, startedAt: start)
                 let took = monotonicNanos() - start
-                onBatch(batch.count, took)
+                onBatch(cost)
                 condition.lock()
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
                 condition.broadcast()
@@ -157,8 +172,10 @@ final class BatchQueue: @unchecked Sendable {
         }
     }
 
-    private func run(_ batch: [Pending], startedAt: UInt64) {
-        guard !batch.isEmpty else { return }
+    private func run(_ batch: [Pending], startedAt: UInt64) -> BatchCost {
+        let oldestWait = batch.map { startedAt - $0.enqueuedAt }.max() ?? 0
+        guard !batch.isEmpty else { return BatchCost(size: 0, wallNanos: 0, cpuNanos: 0, oldestWaitNanos: 0) }
+        let cpuStart = CPUClock.thread() &+ model.engineThreadsCPUNanos()
         do {
             let n = batch.count
             let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
@@ -171,16 +188,20 @@ final class BatchQueue: @unchecked Sendable {
             }
             let outputs = try model.run([input])
             let inferenceNanos = monotonicNanos() - startedAt
+            let cpu = (CPUClock.thread() &+ model.engineThreadsCPUNanos()) &- cpuStart
             guard let output = outputs.first, output.shape.rank >= 1, output.shape[0] == n else {
                 throw EngineError("model \(model.name) returned no batch output")
             }
             for (i, item) in batch.enumerated() {
                 item.continuation.resume(returning: BatchItemResult(
                     scores: output.item(i).floats(), batchSize: n,
-                    queueNanos: startedAt - item.enqueuedAt, inferenceNanos: inferenceNanos))
+                    queueNanos: startedAt - item.enqueuedAt, inferenceNanos: inferenceNanos,
+                    cpuNanosPerItem: cpu / UInt64(n)))
             }
+            return BatchCost(size: n, wallNanos: inferenceNanos, cpuNanos: cpu, oldestWaitNanos: oldestWait)
         } catch {
             for item in batch { item.continuation.resume(throwing: error) }
+            return BatchCost(size: batch.count, wallNanos: monotonicNanos() - startedAt, cpuNanos: 0, oldestWaitNanos: oldestWait)
         }
     }
 }

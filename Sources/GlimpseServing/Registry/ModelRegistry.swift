@@ -30,6 +30,17 @@ public final class ModelRegistry: @unchecked Sendable {
     /// Loads one model; on failure the registry is unchanged and the error says why.
     @discardableResult
     public func load(_ metadata: ModelMetadata, directory: String) throws -> LoadedModel {
+        do {
+            let loaded = try loadUnrecorded(metadata, directory: directory)
+            ServingMetrics.modelLoad(model: metadata.name, outcome: "loaded")
+            return loaded
+        } catch {
+            ServingMetrics.modelLoad(model: metadata.name, outcome: "failed")
+            throw error
+        }
+    }
+
+    private func loadUnrecorded(_ metadata: ModelMetadata, directory: String) throws -> LoadedModel {
         let path = (directory as NSString).appendingPathComponent(metadata.file)
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
             throw ServingError.modelUnavailable("model file \(metadata.file) not found")
@@ -39,8 +50,9 @@ public final class ModelRegistry: @unchecked Sendable {
         let classes = output.shape.dropFirst().reduce(1) { $0 * max(1, $1) }
         let labels = LabelLoader.load(metadata: metadata, directory: directory, classes: classes)
         let name = metadata.name
-        let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel) { size, nanos in
-            ServingMetrics.recordBatch(model: name, size: size, nanos: nanos)
+        let variant = metadata.variant
+        let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel) { cost in
+            ServingMetrics.recordBatch(model: name, variant: variant, size: cost.size, nanos: cost.wallNanos, oldestWaitNanos: cost.oldestWaitNanos)
         }
         let loaded = LoadedModel(metadata: metadata, model: compiled, labels: labels,
                                  fileBytes: (attributes[.size] as? Int) ?? 0, queue: queue)
@@ -72,6 +84,7 @@ public final class ModelRegistry: @unchecked Sendable {
         lock.lock()
         let old = models.removeValue(forKey: name)
         lock.unlock()
+        if old != nil { ServingMetrics.modelLoad(model: name, outcome: "unloaded") }
         old?.queue.close(failingWaiting: .modelUnavailable("model \(name) was unloaded while the request waited"))
         return old != nil
     }

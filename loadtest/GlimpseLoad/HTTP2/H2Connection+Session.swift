@@ -50,7 +50,10 @@ extension H2Connection: NGHTTP2SessionHandler {
         }
     }
 
-    func sessionReceivedGoaway(lastStream: Int32, errorCode: UInt32) {}
+    func sessionReceivedGoaway(lastStream: Int32, errorCode: UInt32) {
+        let name = nghttp2_http2_strerror(errorCode).map { String(cString: $0) } ?? String(errorCode)
+        goawayDetail = "GOAWAY from server: \(name), last stream \(lastStream)"
+    }
 
     func sessionReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> (Int, Bool) {
         guard let state = streams[stream], let body = state.request.body else { return (0, true) }

@@ -25,6 +25,8 @@ public final class H2Connection: @unchecked Sendable {
     var streams: [Int32: H2StreamState] = [:]
     var finished: [(H2StreamState, Result<H2Response, H2Error>)] = []
     private var driver: H2LoopDriver?
+    /// Set when the server sent GOAWAY (loop thread).
+    var goawayDetail: String?
     private var thread: Thread?
     private let exited = DispatchSemaphore(value: 0)
 
@@ -150,7 +152,7 @@ public final class H2Connection: @unchecked Sendable {
             deliverFinished()
             do { try flush() } catch let e as H2Error { error = e; break } catch { break }
             if !session.wantsIO && outStart == outBuffer.count {
-                error = H2Error(.connectionClosed, detail: "session ended (GOAWAY)")
+                error = H2Error(.goaway, detail: "session ended (\(goawayDetail ?? "GOAWAY"))")
                 break
             }
             now = MonotonicClock.now()

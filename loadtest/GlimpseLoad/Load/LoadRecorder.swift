@@ -14,6 +14,7 @@ public struct LoadRecorder: Sendable {
     public var started = 0
     public var completed = 0
     public var succeeded = 0
+    /// JSON-RPC calls answered plus images classified beyond the first of a call (one entry per result or error).
     public var calls = 0
     public var bytesReceived = 0
     public var byStatus: [Int: Int] = [:]

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What one HTTP response says, per JSON-RPC call: the variant served and server timings, or the error.
+/// What one HTTP response says: per image classified, the variant served and server timings; per failed call, the error.
 public struct ResponseOutcome: Equatable, Sendable {
     public struct CallResult: Equatable, Sendable {
         public var variant: String?
@@ -37,12 +37,16 @@ public enum ResponseInspector {
                 let code = (error["code"] as? NSNumber)?.intValue ?? 0
                 let reason = (error["data"] as? [String: Any])?["reason"] as? String
                 outcome.errors.append(.init(code: code, reason: reason))
-            } else if let result = object["result"] as? [String: Any] {
-                let timing = result["timing_ms"] as? [String: Any]
-                outcome.results.append(.init(variant: result["variant"] as? String,
-                                             queueMs: (timing?["queue"] as? NSNumber)?.doubleValue,
-                                             inferenceMs: (timing?["inference"] as? NSNumber)?.doubleValue,
-                                             batchSize: (result["batch_size"] as? NSNumber)?.intValue))
+            } else if let result = object["result"] {
+                // One image: an object; several ("images": [...]): an array with one object per image.
+                let perImage = (result as? [Any]) ?? ((result as? [String: Any])?["results"] as? [Any]) ?? [result]
+                for case let item as [String: Any] in perImage {
+                    let timing = item["timing_ms"] as? [String: Any]
+                    outcome.results.append(.init(variant: item["variant"] as? String,
+                                                 queueMs: (timing?["queue"] as? NSNumber)?.doubleValue,
+                                                 inferenceMs: (timing?["inference"] as? NSNumber)?.doubleValue,
+                                                 batchSize: (item["batch_size"] as? NSNumber)?.intValue))
+                }
             }
         }
         return outcome

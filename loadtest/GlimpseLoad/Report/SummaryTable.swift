@@ -11,7 +11,7 @@ public enum SummaryTable {
         out += table(rows)
         for r in results {
             out += "\n[\(r.mode)] \(r.succeeded) ok of \(r.requests) in \(fmt(r.elapsed, 2)) s"
-            if r.calls > r.requests { out += ", \(r.calls) JSON-RPC calls" }
+            if r.calls > r.requests { out += ", \(r.calls) JSON-RPC results (calls x images)" }
             out += "\n"
             if r.serviceTime.count > 0 && r.mode.hasPrefix("closed") == false {
                 out += "  from actual send (coordinated-omission-prone): p50 \(fmt(r.serviceTime.p50)) p99 \(fmt(r.serviceTime.p99)) max \(fmt(r.serviceTime.max)) ms\n"

@@ -3,7 +3,7 @@
 //
 //   glimpse-image-bench bench <seconds> <file>...     prints "<file> <img/s>" per file
 //   glimpse-image-bench dump <out.f32> <file> [center|fit|fill] [rgb|bgr|gray] [short]
-// Environment: GLIMPSE_DCT=eighths|powersOfTwo|off (DCT scaling policy).
+// Environment: GLIMPSE_DCT=eighths|powersOfTwo|off (DCT scaling policy, default powersOfTwo).
 import Foundation
 import GlimpseImage
 
@@ -16,7 +16,7 @@ func readFile(_ path: String) -> Data {
 }
 
 let env = ProcessInfo.processInfo.environment
-let options = DecodeOptions(dctScaling: env["GLIMPSE_DCT"].flatMap(DCTScaling.init(rawValue:)) ?? .eighths)
+let options = DecodeOptions(dctScaling: env["GLIMPSE_DCT"].flatMap(DCTScaling.init(rawValue:)) ?? .powersOfTwo)
 let torch = Preprocessing(width: 224, height: 224, resizeShortSide: 256, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225])
 let args = CommandLine.arguments
 guard args.count >= 3 else {
