@@ -82,6 +82,10 @@ public final class InferenceService: Sendable {
         guard request.topK >= 1 && request.topK <= configuration.maxTopK else {
             throw ServingError.badParameter("top_k must be between 1 and \(configuration.maxTopK)")
         }
+        guard inflight.tryAdd(request.images.count, limit: configuration.maxInflightImages) else {
+            throw ServingError.overloaded(reason: "queue_full", retryAfterMs: 100)
+        }
+        defer { inflight.add(-request.images.count) }
         let deadline = request.deadlineMs.map { monotonicNanos() &+ UInt64(max(0, $0) * 1e6) }
         return try await withThrowingTaskGroup(of: (Int, ClassifyResult).self) { group in
             for (i, image) in request.images.enumerated() {
@@ -94,8 +98,6 @@ public final class InferenceService: Sendable {
     }
 
     func classifyOne(_ bytes: [UInt8], model: LoadedModel, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
-        inflight.add(1)
-        defer { inflight.add(-1) }
         let start = monotonicNanos()
         let spec = model.metadata.preprocessing
         let queue = model.queue
@@ -151,5 +153,19 @@ final class InflightCounter: @unchecked Sendable {
         let v = value
         lock.unlock()
         Gauge(label: GlimpseMetrics.inflight).record(v)
+    }
+
+    /// Adds `n` unless that would pass `limit`.
+    func tryAdd(_ n: Int, limit: Int) -> Bool {
+        lock.lock()
+        guard value + n <= limit else {
+            lock.unlock()
+            return false
+        }
+        value += n
+        let v = value
+        lock.unlock()
+        Gauge(label: GlimpseMetrics.inflight).record(v)
+        return true
     }
 }

@@ -15,6 +15,9 @@ public struct ServingConfiguration: Sendable {
     public var maxImagesPerCall: Int
     /// Largest `top_k`.
     public var maxTopK: Int
+    /// Images being decoded, queued or run at once, over all models; beyond it requests are refused
+    /// with queue_full before any decoding, so memory stays bounded under any offered load.
+    public var maxInflightImages: Int
 
     public init(decodeThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
                 engineThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -22,7 +25,8 @@ public struct ServingConfiguration: Sendable {
                 batching: BatchScheduler.Configuration = .init(),
                 imageLimits: ImageLimits = .init(),
                 maxImagesPerCall: Int = 64,
-                maxTopK: Int = 100) {
+                maxTopK: Int = 100,
+                maxInflightImages: Int = 512) {
         self.decodeThreads = max(1, decodeThreads)
         self.engineThreads = max(1, engineThreads)
         self.workersPerModel = max(1, workersPerModel)
@@ -30,5 +34,6 @@ public struct ServingConfiguration: Sendable {
         self.imageLimits = imageLimits
         self.maxImagesPerCall = max(1, maxImagesPerCall)
         self.maxTopK = max(1, maxTopK)
+        self.maxInflightImages = max(1, maxInflightImages)
     }
 }

@@ -61,10 +61,12 @@ final class OrientationTests: XCTestCase {
         let expected = try preprocess(upright.png(), spec: spec)
         for o in 1...8 {
             let stored = upright.stored(for: o)
-            let got = try preprocess(stored.png(exifOrientation: o), spec: spec)
-            XCTAssertEqual(got.info.orientation, o)
-            XCTAssertEqual(got.info.width, 40)
-            XCTAssertEqual(meanAbsDiff(got.values, expected.values), 0, accuracy: 1e-6, "orientation \(o)")
+            for after in [false, true] {   // eXIf may come before or after the image data
+                let got = try preprocess(stored.png(exifOrientation: o, exifAfterData: after), spec: spec)
+                XCTAssertEqual(got.info.orientation, o, "after IDAT: \(after)")
+                XCTAssertEqual(got.info.width, 40)
+                XCTAssertEqual(meanAbsDiff(got.values, expected.values), 0, accuracy: 1e-6, "orientation \(o)")
+            }
         }
     }
 

@@ -5,7 +5,8 @@ import Foundation
 enum PNGWriter {
     enum Color: UInt8 { case gray = 0, rgb = 2, rgba = 6 }
 
-    static func encode(width: Int, height: Int, color: Color, pixels: [UInt8], exif: [UInt8]? = nil) -> Data {
+    static func encode(width: Int, height: Int, color: Color, pixels: [UInt8], exif: [UInt8]? = nil,
+                       exifAfterData: Bool = false) -> Data {
         let channels = color == .gray ? 1 : color == .rgb ? 3 : 4
         precondition(pixels.count == width * height * channels)
         var raw = [UInt8]()
@@ -17,8 +18,9 @@ enum PNGWriter {
         var ihdr = be32(UInt32(width)) + be32(UInt32(height))
         ihdr += [8, color.rawValue, 0, 0, 0]
         out += chunk("IHDR", ihdr)
-        if let exif { out += chunk("eXIf", exif) }
+        if let exif, !exifAfterData { out += chunk("eXIf", exif) }
         out += chunk("IDAT", zlibStored(raw))
+        if let exif, exifAfterData { out += chunk("eXIf", exif) }
         out += chunk("IEND", [])
         return out
     }
@@ -108,8 +110,8 @@ struct SyntheticImage {
         }
     }
 
-    func png(exifOrientation: Int? = nil) -> Data {
+    func png(exifOrientation: Int? = nil, exifAfterData: Bool = false) -> Data {
         PNGWriter.encode(width: width, height: height, color: .rgb, pixels: pixels,
-                         exif: exifOrientation.map { PNGWriter.exifOrientation(UInt16($0)) })
+                         exif: exifOrientation.map { PNGWriter.exifOrientation(UInt16($0)) }, exifAfterData: exifAfterData)
     }
 }

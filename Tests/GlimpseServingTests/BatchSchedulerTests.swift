@@ -106,3 +106,24 @@ final class BatchSchedulerTests: XCTestCase {
         XCTAssertEqual(s.next(now: 0, flush: true), .dispatch(ids: [1]))
     }
 }
+
+extension BatchSchedulerTests {
+    func testPredictedWaitBeyondTheLimitIsQueueFull() {
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, maxQueueLength: 1000,
+                                                    delayPolicy: .fixed, maxPredictedWaitNanos: 50 * ms))
+        _ = s.enqueue(id: 1, now: 0)
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1]))
+        s.batchDone(size: 1, durationNanos: 10 * ms, now: 10 * ms)  // 10 ms per item
+        var accepted = 0
+        var refused: String?
+        for id in 2...20 {
+            switch s.enqueue(id: UInt64(id), now: 10 * ms) {
+            case .accepted: accepted += 1
+            case .rejected(let reason, _): refused = reason
+            }
+        }
+        // About 50 ms of work fits before the predicted wait passes the limit.
+        XCTAssertTrue((4...6).contains(accepted), "accepted \(accepted)")
+        XCTAssertEqual(refused, "queue_full")
+    }
+}

@@ -8,6 +8,8 @@ final class ExecutionPlan {
     let inputTensors: [Tensor]
     let outputTensors: [Tensor]
     private let kernels: [any Kernel]
+    /// Label of each kernel ("Conv 3x3 s1 g1 64->64 56x56" etc.) for the optional profiler.
+    private let kernelLabels: [String]
     private let storages: [TensorStorage]
     private let workspace: TensorStorage
 
@@ -138,6 +140,7 @@ final class ExecutionPlan {
         self.flops = flops
         let workspace = TensorStorage(byteCount: max(wsFloats, 16) * 4 + 64)
         var kernels: [any Kernel] = []
+        var labels: [String] = []
         for i in live {
             let n = graph.nodes[i]
             if n.op.isView { continue }
@@ -147,11 +150,19 @@ final class ExecutionPlan {
                 workspace: workspace.bytes.assumingMemoryBound(to: Float.self), threads: threads)
             do {
                 kernels.append(try n.op.makeKernel(ctx))
+                if OpProfiler.enabled {
+                    let inT = n.inputs.map { $0 == Graph.noValue ? ValueType.absent : (types[$0] ?? .absent) }
+                    let outT = n.outputs.compactMap { types[$0] }
+                    labels.append(OpProfiler.label(n.op, ctx, flops: n.op.flops(inT, outT)))
+                } else {
+                    labels.append(n.op.opType)
+                }
             } catch let e as EngineError {
                 throw EngineError("\(graph.name): \(n.label): \(e.description)")
             }
         }
         self.kernels = kernels
+        self.kernelLabels = labels
         self.storages = storages
         self.workspace = workspace
         self.inputTensors = try graph.inputs.map { inp in
@@ -167,6 +178,14 @@ final class ExecutionPlan {
     }
 
     func execute(_ pool: ThreadPool) {
+        if OpProfiler.enabled {
+            for (k, label) in zip(kernels, kernelLabels) {
+                let t0 = OpProfiler.now()
+                k.run(pool)
+                OpProfiler.shared.record(label, OpProfiler.now() - t0)
+            }
+            return
+        }
         for k in kernels { k.run(pool) }
     }
 }

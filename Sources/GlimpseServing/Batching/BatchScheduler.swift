@@ -21,15 +21,20 @@ public struct BatchScheduler: Sendable {
         public var delayPolicy: DelayPolicy
         /// Refuse at once a request predicted to miss its deadline.
         public var shedUnmeetableDeadlines: Bool
+        /// Refuse (queue_full) a request whose predicted wait is longer than this, whatever the queue
+        /// length: it bounds latency by time, which suits slow and fast models alike.
+        public var maxPredictedWaitNanos: UInt64
 
         public init(maxBatchSize: Int = 8, maxQueueDelayNanos: UInt64 = 2_000_000, maxQueueLength: Int = 256,
-                    allowedBatchSizes: [Int]? = nil, delayPolicy: DelayPolicy = .adaptive, shedUnmeetableDeadlines: Bool = true) {
+                    allowedBatchSizes: [Int]? = nil, delayPolicy: DelayPolicy = .adaptive, shedUnmeetableDeadlines: Bool = true,
+                    maxPredictedWaitNanos: UInt64 = 2_000_000_000) {
             self.maxBatchSize = max(1, maxBatchSize)
             self.maxQueueDelayNanos = maxQueueDelayNanos
             self.maxQueueLength = max(1, maxQueueLength)
             self.allowedBatchSizes = allowedBatchSizes.map { Array(Set($0.filter { $0 >= 1 && $0 <= max(1, maxBatchSize) })).sorted() }
             self.delayPolicy = delayPolicy
             self.shedUnmeetableDeadlines = shedUnmeetableDeadlines
+            self.maxPredictedWaitNanos = maxPredictedWaitNanos
         }
     }
 
@@ -94,6 +99,10 @@ public struct BatchScheduler: Sendable {
     public mutating func enqueue(id: UInt64, now: UInt64, deadline: UInt64? = nil) -> EnqueueDecision {
         let retry = UInt64(max(1_000_000, latency.predict(size: configuration.maxBatchSize) * Double(max(1, queueLength / configuration.maxBatchSize))))
         if queueLength >= configuration.maxQueueLength {
+            return .rejected(reason: "queue_full", retryAfterNanos: retry)
+        }
+        if latency.isCalibrated && queueLength > 0
+            && predictedCompletion(now: now, position: queueLength) > now &+ configuration.maxPredictedWaitNanos {
             return .rejected(reason: "queue_full", retryAfterNanos: retry)
         }
         if let deadline {
