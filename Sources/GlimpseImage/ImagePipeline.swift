@@ -5,8 +5,10 @@ public enum ImagePipeline {
     /// in `spec.layout` / `spec.dtype`.
     ///
     /// JPEGs are decoded at the smallest DCT scale that still covers the resized size (1/2, 1/4,
-    /// 1/8 by default, see `DCTScaling`), so a 12 MP photo is decoded at 1/8 for a 224 input. The resize is Pillow's BILINEAR (area-aware
-    /// when downscaling), computed only inside the crop window. Padding is 0 after normalization.
+    /// 1/8 by default, see `DCTScaling`), so a 12 MP photo is decoded at 1/8 for a 224 input.
+    /// The resize is Pillow's BILINEAR (area-aware when downscaling), bit-exact, computed only
+    /// inside the crop window. Padding (fit mode, or a crop larger than the image) is 0 after
+    /// normalization. Gray output converts to Pillow's "L" before resizing, as Pillow does.
     public static func preprocess(_ data: UnsafeRawBufferPointer, spec: Preprocessing, crop: CropMode? = nil,
                                   limits: ImageLimits = .init(), into destination: UnsafeMutableRawPointer) throws -> ImageInfo {
         try preprocess(data, spec: spec, crop: crop, limits: limits, options: DecodeOptions(), into: destination)

@@ -25,7 +25,9 @@ public enum GlimpseServer {
                    state: state, metricsText: metricsText)
         return Application(
             router: router,
-            server: .cleartextHTTP1AndHTTP2(),
+            server: .cleartextHTTP1AndHTTP2(
+                http1: .init(idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds))),
+                http2: .init(idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)), gracefulCloseTimeout: .seconds(10))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "glimpse"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger

@@ -6,8 +6,12 @@ public struct ServerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// Longest JSON-RPC batch array.
     public var maxBatchLength: Int
+    /// Connections with no request for this long are closed.
+    public var idleTimeoutSeconds: Int
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 16 << 20, maxBatchLength: Int = 256) {
+    public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 16 << 20, maxBatchLength: Int = 256,
+                idleTimeoutSeconds: Int = 120) {
+        self.idleTimeoutSeconds = max(1, idleTimeoutSeconds)
         self.host = host
         self.port = port
         self.maxBodyBytes = maxBodyBytes

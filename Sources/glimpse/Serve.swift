@@ -21,6 +21,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
     @Option(help: "Batch workers per model (each runs whole batches; engine threads are per worker).") var workers: Int = 1
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
+    @Option(help: "Seconds to wait on SIGTERM/SIGINT for in-flight requests before cancelling them.") var drainTimeoutS: Double = 30
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
 
@@ -75,10 +76,15 @@ struct Serve: AsyncParsableCommand {
             },
             onServerRunning: { port in logger.info("listening on http://\(host):\(port) (h2c prior knowledge and HTTP/1.1)") },
             logger: logger)
-        let group = ServiceGroup(configuration: .init(
+        var groupConfig = ServiceGroupConfiguration(
             services: [.init(service: app, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+            logger: logger)
+        // Clients that keep connections open cannot hold the process forever: after this, the
+        // remaining work is cancelled.
+        groupConfig.maximumGracefulShutdownDuration = .milliseconds(Int64(drainTimeoutS * 1000))
+        groupConfig.maximumCancellationDuration = .seconds(5)
+        let group = ServiceGroup(configuration: groupConfig)
         try await withGracefulShutdownHandler {
             try await group.run()
         } onGracefulShutdown: {

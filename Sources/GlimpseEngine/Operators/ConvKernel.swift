@@ -61,7 +61,7 @@ struct ConvKernel: Kernel {
                         rowBias: bias + grp * m,
                         rowScale: scalePtr.map { $0 + grp * m }, roundToInteger: scalePtr != nil,
                         residual: residual.map { $0 + b * outImage + grp * m * n }, residualStride: n,
-                        lowerBound: activation.lower, upperBound: activation.upper)
+                        lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
                     let a = packed + grp * perGroupA
                     if g.isPointwise {
                         GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
@@ -96,7 +96,7 @@ struct ConvKernel: Kernel {
                 let epilogue = GemmEpilogue(
                     rowBias: bias + grp * m, rowScale: scale.map { $0 + grp * m }, roundToInteger: scale != nil,
                     residual: residual.map { $0 + b * outImage + grp * m * n }, residualStride: n,
-                    lowerBound: activation.lower, upperBound: activation.upper)
+                    lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
                 pool.parallelFor(slots) { slot in
                     GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
                                    b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
@@ -114,28 +114,19 @@ struct ConvKernel: Kernel {
         let taps = g.kernelHeight * g.kernelWidth
         let planes = batch * channels
         let slots = min(threads, planes)
-        let hasResidual = residual != nil || scale != nil
         pool.parallelFor(slots) { slot in
             let scratch = workspace + slot * scratchPerThread
-            var p = slot
-            while p < planes {
+            // Contiguous runs of planes per thread (better locality than interleaving).
+            let lo = planes * slot / slots, hi = planes * (slot + 1) / slots
+            for p in lo..<hi {
                 let c = p % channels
-                let out = output + p * g.outPixels
+                let epilogue = GemmEpilogue(
+                    rowScale: scale.map { $0 + c }, roundToInteger: scale != nil,
+                    residual: residual.map { $0 + p * g.outPixels }, residualStride: 0,
+                    lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
                 dwconv_f32_direct(
-                    input: input + p * g.inPixels, weights: plain + c * taps, bias: bias[c], output: out,
-                    geometry: g, lowerBound: hasResidual ? -.infinity : activation.lower,
-                    upperBound: hasResidual ? .infinity : activation.upper, scratch: scratch)
-                if hasResidual {
-                    let s = scale?[c]
-                    let r = residual.map { $0 + p * g.outPixels }
-                    for i in 0..<g.outPixels {
-                        var v = out[i]
-                        if let s { v = (v * s).rounded(.toNearestOrEven) }
-                        if let r { v += r[i] }
-                        out[i] = min(max(v, activation.lower), activation.upper)
-                    }
-                }
-                p += slots
+                    input: input + p * g.inPixels, weights: plain + c * taps, bias: bias[c],
+                    output: output + p * g.outPixels, geometry: g, epilogue: epilogue, scratch: scratch)
             }
         }
     }

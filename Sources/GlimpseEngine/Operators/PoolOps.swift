@@ -38,6 +38,21 @@ public final class PoolOp: Operator {
         let per = (Pool2D.scratchCount(g) + 31) / 16 * 16
         let ws = ctx.workspace, kind = self.kind
         let slots = min(ctx.threads, planes)
+        if g.outHeight == 1, g.outWidth == 1, g.padTop == 0, g.padLeft == 0,
+           g.kernelHeight == g.inHeight, g.kernelWidth == g.inWidth {
+            // The window is the whole plane (SqueezeNet's final AveragePool): a global reduction.
+            let size = g.inPixels
+            let isMax: Bool
+            if case .max = kind { isMax = true } else { isMax = false }
+            return ClosureKernel { pool in
+                pool.parallelFor(slots) { slot in
+                    for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
+                        dst[p] = isMax ? reduce_max_f32(src + p * size, count: size)
+                                       : reduce_sum_f32(src + p * size, count: size) / Float(size)
+                    }
+                }
+            }
+        }
         return ClosureKernel { pool in
             pool.parallelFor(slots) { slot in
                 var p = slot
@@ -73,9 +88,13 @@ public final class GlobalPoolOp: Operator {
         let size = x.count / max(planes, 1)
         let src = UnsafePointer(x.f32), dst = ctx.outputs[0].f32
         let isMax = self.isMax
-        return ClosureKernel { _ in
-            for p in 0..<planes {
-                dst[p] = isMax ? reduce_max_f32(src + p * size, count: size) : reduce_sum_f32(src + p * size, count: size) / Float(size)
+        let slots = min(ctx.threads, planes, max(1, planes * size / 4096))
+        return ClosureKernel { pool in
+            pool.parallelFor(slots) { slot in
+                for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
+                    dst[p] = isMax ? reduce_max_f32(src + p * size, count: size)
+                                   : reduce_sum_f32(src + p * size, count: size) / Float(size)
+                }
             }
         }
     }

@@ -57,13 +57,15 @@ public struct WindowAttributes: Sendable {
     }
 }
 
-/// Epilogue activation bounds fused into Conv/Gemm (ReLU = [0, inf], ReLU6 = [0, 6]).
+/// Epilogue activation fused into Conv/Gemm: clamp to bounds (ReLU = [0, inf], ReLU6 = [0, 6]),
+/// then, for Conv, optionally swish (x·sigmoid(x)).
 public struct Activation: Sendable, Equatable {
     public var lower: Float = -.infinity
     public var upper: Float = .infinity
+    public var swish = false
     public init(lower: Float = -.infinity, upper: Float = .infinity) {
         self.lower = lower
         self.upper = upper
     }
-    public var isIdentity: Bool { lower == -.infinity && upper == .infinity }
+    public var isIdentity: Bool { lower == -.infinity && upper == .infinity && !swish }
 }

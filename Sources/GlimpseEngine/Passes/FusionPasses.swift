@@ -60,6 +60,7 @@ public enum FuseActivation {
             else if let g = target as? GemmOp { current = g.activation }
             else if let b = target as? BinaryOp, b.kind == .add { current = b.activation }
             else { continue }
+            if current.swish { continue }  // the clamp would have to follow the swish
             let fused = Activation(lower: max(current.lower, kind.0), upper: min(current.upper, kind.1))
             if let c = target as? ConvOp { c.activation = fused }
             else if let g = target as? GemmOp { g.activation = fused }

@@ -11,6 +11,7 @@ public enum GraphOptimizer {
         try FuseActivation.run(graph)
         try FuseResidualAdd.run(graph)
         try FuseActivation.run(graph)
+        FuseSwishIntoConv.run(graph)
         DeadNodeElimination.run(graph)
         for node in graph.nodes {
             do {

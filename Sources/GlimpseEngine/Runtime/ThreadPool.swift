@@ -4,9 +4,12 @@ import Synchronization
 /// The engine's own compute threads: `threads - 1` workers plus the calling thread.
 ///
 /// `parallelFor` hands out indices dynamically. Workers spin briefly after each job (so the ~50
-/// parallel regions of one inference do not each pay a futex wake-up) and then sleep. If another
-/// caller is already using the pool, the call runs serially on its own thread instead of waiting,
-/// so concurrent `run` calls never block each other.
+/// parallel regions of one inference do not each pay a futex wake-up) and then sleep. The caller
+/// never waits for a worker that has not joined the job yet: when the caller has taken the last
+/// index it closes the job and waits only for workers still running an index, so a worker that
+/// is descheduled (machine oversubscribed) or still waking up costs nothing. If another caller is
+/// already using the pool, the call runs serially on its own thread instead of waiting, so
+/// concurrent `run` calls never block each other.
 public final class ThreadPool: @unchecked Sendable {
     public let threads: Int
     private let state: PoolState
@@ -44,7 +47,10 @@ final class PoolState: @unchecked Sendable {
     let workerCount: Int
     private let generation = Atomic<Int>(0)
     private let nextIndex = Atomic<Int>(0)
-    private let pending = Atomic<Int>(0)
+    /// Workers currently inside a job (joined and not yet left).
+    private let active = Atomic<Int>(0)
+    /// Generation of the job that may still be joined, or -1 once the caller has closed it.
+    private let openGeneration = Atomic<Int>(-1)
     private let busy = Atomic<Bool>(false)
     private let shutdown = Atomic<Bool>(false)
     private let condition = NSCondition()
@@ -95,13 +101,16 @@ final class PoolState: @unchecked Sendable {
             job = escaping
             jobCount = count
             nextIndex.store(0, ordering: .relaxed)
-            pending.store(workerCount, ordering: .relaxed)
             condition.lock()
-            generation.add(1, ordering: .releasing)
+            let g = generation.load(ordering: .relaxed) + 1
+            openGeneration.store(g, ordering: .sequentiallyConsistent)
+            generation.store(g, ordering: .sequentiallyConsistent)
             condition.broadcast()
             condition.unlock()
             drain(escaping, count)
-            while pending.load(ordering: .acquiring) > 0 { spinHint() }
+            // Close the job, then wait only for workers that joined before it closed.
+            openGeneration.store(-1, ordering: .sequentiallyConsistent)
+            while active.load(ordering: .sequentiallyConsistent) > 0 { spinHint() }
             job = nil
         }
         busy.store(false, ordering: .releasing)
@@ -134,8 +143,11 @@ final class PoolState: @unchecked Sendable {
             }
             seen = current
             if shutdown.load(ordering: .acquiring) { return }
-            if let body = job { drain(body, jobCount) }
-            pending.subtract(1, ordering: .releasing)
+            active.add(1, ordering: .sequentiallyConsistent)
+            if openGeneration.load(ordering: .sequentiallyConsistent) == current, let body = job {
+                drain(body, jobCount)
+            }
+            active.subtract(1, ordering: .sequentiallyConsistent)
         }
     }
 

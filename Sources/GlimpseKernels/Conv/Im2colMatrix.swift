@@ -30,10 +30,25 @@ public enum Im2colMatrix {
                     (d + lo).update(from: row + iw0 + lo, count: hi - lo)
                     if hi < g.outWidth { (d + hi).update(repeating: 0, count: g.outWidth - hi) }
                 } else {
-                    for ow in 0..<g.outWidth {
-                        let iw = ow * g.strideW + iw0
-                        d[ow] = (iw >= 0 && iw < g.inWidth) ? row[iw] : 0
+                    // Valid output columns: iw = ow·s + iw0 in [0, inWidth).
+                    let sw = g.strideW
+                    let lo = min(g.outWidth, max(0, (-iw0 + sw - 1) / sw))
+                    let hi = max(lo, min(g.outWidth, (g.inWidth - iw0 + sw - 1) / sw))
+                    for ow in 0..<lo { d[ow] = 0 }
+                    var ow = lo
+                    if sw == 2 {
+                        // Even lanes of 32 consecutive inputs; the last input read is iw0 + 2·ow + 31 < inWidth.
+                        while ow + 16 <= hi && iw0 + 2 * ow + 32 <= g.inWidth {
+                            let v = UnsafeRawPointer(row + iw0 + 2 * ow).loadUnaligned(as: SIMD32<Float>.self)
+                            UnsafeMutableRawPointer(d + ow).storeBytes(of: v.evenHalf, as: SIMD16<Float>.self)
+                            ow += 16
+                        }
                     }
+                    while ow < hi {
+                        d[ow] = row[ow * sw + iw0]
+                        ow += 1
+                    }
+                    for ow in hi..<g.outWidth { d[ow] = 0 }
                 }
             }
         }

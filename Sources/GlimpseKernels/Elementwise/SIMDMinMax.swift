@@ -2,17 +2,17 @@
 ///
 /// The standard library's `pointwiseMin`/`pointwiseMax`/`clamp` follow IEEE minNum/maxNum NaN rules
 /// and are scalarized on x86; these treat NaN like any other value (as the hardware instructions do).
-@inline(__always)
+@_transparent
 public func simdMax(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
     a.replacing(with: b, where: a .< b)
 }
 
-@inline(__always)
+@_transparent
 public func simdMin(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
     a.replacing(with: b, where: b .< a)
 }
 
-@inline(__always)
+@_transparent
 public func simdClamp(_ v: SIMD16<Float>, _ lower: SIMD16<Float>, _ upper: SIMD16<Float>) -> SIMD16<Float> {
     simdMin(simdMax(v, lower), upper)
 }

@@ -2,7 +2,8 @@
 ///
 /// Order: `v = acc + rowBias[m] + colBias[n]`, then `v *= rowScale[m]·colScale[n]` and rounding to the nearest
 /// integer (ties to even) for requantization, then `v += residual[m, n]`, then clamp to
-/// `[lowerBound, upperBound]` (ReLU is `[0, +inf]`, ReLU6 `[0, 6]`).
+/// `[lowerBound, upperBound]` (ReLU is `[0, +inf]`, ReLU6 `[0, 6]`), then `v *= sigmoid(v)` when
+/// `swish` is set (SiLU).
 /// Pointers are indexed from the tile's first row/column (see `offset(row:col:)`).
 public struct GemmEpilogue {
     public var rowBias: UnsafePointer<Float>?
@@ -14,11 +15,12 @@ public struct GemmEpilogue {
     public var residualStride: Int
     public var lowerBound: Float
     public var upperBound: Float
+    public var swish: Bool
 
     public init(rowBias: UnsafePointer<Float>? = nil, colBias: UnsafePointer<Float>? = nil,
                 rowScale: UnsafePointer<Float>? = nil, colScale: UnsafePointer<Float>? = nil, roundToInteger: Bool = false,
                 residual: UnsafePointer<Float>? = nil, residualStride: Int = 0,
-                lowerBound: Float = -.infinity, upperBound: Float = .infinity) {
+                lowerBound: Float = -.infinity, upperBound: Float = .infinity, swish: Bool = false) {
         self.rowBias = rowBias
         self.colBias = colBias
         self.rowScale = rowScale
@@ -28,6 +30,7 @@ public struct GemmEpilogue {
         self.residualStride = residualStride
         self.lowerBound = lowerBound
         self.upperBound = upperBound
+        self.swish = swish
     }
 
     public static let none = GemmEpilogue()
@@ -45,7 +48,7 @@ public struct GemmEpilogue {
     }
 
     /// Applies the epilogue to 16 consecutive columns `col..<col+16` of row `row`.
-    @inline(__always)
+    @_transparent
     public func apply(_ acc: SIMD16<Float>, row: Int, col: Int) -> SIMD16<Float> {
         var v = acc
         if let rb = rowBias { v += SIMD16(repeating: rb[row]) }
@@ -59,6 +62,7 @@ public struct GemmEpilogue {
             v += UnsafeRawPointer(r + row * residualStride + col).loadUnaligned(as: SIMD16<Float>.self)
         }
         v = simdClamp(v, SIMD16(repeating: lowerBound), SIMD16(repeating: upperBound))
+        if swish { v *= simdSigmoid(v) }
         return v
     }
 
@@ -72,6 +76,8 @@ public struct GemmEpilogue {
         if let cs = colScale { v *= cs[col] }
         if roundToInteger { v.round(.toNearestOrEven) }
         if let r = residual { v += r[row * residualStride + col] }
-        return Swift.min(Swift.max(v, lowerBound), upperBound)
+        v = Swift.min(Swift.max(v, lowerBound), upperBound)
+        if swish { v *= simdSigmoid(SIMD16(repeating: v))[0] }
+        return v
     }
 }

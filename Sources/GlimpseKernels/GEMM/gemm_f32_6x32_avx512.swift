@@ -42,13 +42,26 @@ public func gemm_f32_6x32_avx512(
         bp += 128
         k -= 1
     }
-    let store = GemmTileStore(c: c, ldc: ldc, rows: rows, cols: cols, accumulate: accumulate, epilogue: epilogue)
-    store.row(0, c00, c01)
-    store.row(1, c10, c11)
-    store.row(2, c20, c21)
-    store.row(3, c30, c31)
-    store.row(4, c40, c41)
-    store.row(5, c50, c51)
+    // The finished tile goes through a small stack buffer to one out-of-line store routine, so the
+    // epilogue's code (bias, requantization, residual, clamp, swish) exists once and the k loop above
+    // stays a tight, fully inlined FMA loop.
+    var tile = GemmAccumulatorTile(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51)
+    withUnsafeBytes(of: &tile) { acc in
+        GemmTileStore(c: c, ldc: ldc, rows: rows, cols: cols, accumulate: accumulate, epilogue: epilogue)
+            .store(acc.baseAddress!)
+    }
+}
+
+/// The 12 accumulators of a 6×32 tile, row-major (row r = elements 32r..<32r+32).
+@usableFromInline
+struct GemmAccumulatorTile {
+    var v: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>,
+            SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
+    @inline(__always)
+    init(_ a: SIMD16<Float>, _ b: SIMD16<Float>, _ c: SIMD16<Float>, _ d: SIMD16<Float>, _ e: SIMD16<Float>, _ f: SIMD16<Float>,
+         _ g: SIMD16<Float>, _ h: SIMD16<Float>, _ i: SIMD16<Float>, _ j: SIMD16<Float>, _ k: SIMD16<Float>, _ l: SIMD16<Float>) {
+        v = (a, b, c, d, e, f, g, h, i, j, k, l)
+    }
 }
 
 /// Stores the rows of a finished register tile, handling row/column tails and the epilogue.
@@ -71,11 +84,12 @@ struct GemmTileStore {
         self.epilogue = epilogue
     }
 
-    @inline(__always)
-    func row(_ r: Int, _ v0: SIMD16<Float>, _ v1: SIMD16<Float>) {
-        guard r < rows else { return }
-        half(r, 0, v0)
-        half(r, 16, v1)
+    @inline(never)
+    func store(_ acc: UnsafeRawPointer) {
+        for r in 0..<rows {
+            half(r, 0, acc.load(fromByteOffset: r * 128, as: SIMD16<Float>.self))
+            half(r, 16, acc.load(fromByteOffset: r * 128 + 64, as: SIMD16<Float>.self))
+        }
     }
 
     @inline(__always)
@@ -88,12 +102,19 @@ struct GemmTileStore {
             if let e = epilogue { v = e.apply(v, row: r, col: col) }
             UnsafeMutableRawPointer(dst).storeBytes(of: v, as: SIMD16<Float>.self)
         } else if valid > 0 {
-            for j in 0..<valid {
-                var v = acc[j]
-                if accumulate { v += dst[j] }
-                if let e = epilogue { v = e.apply(v, row: r, col: col + j) }
-                dst[j] = v
-            }
+            tail(r, col, acc, valid)
+        }
+    }
+
+    /// Column tail (fewer than 16 valid columns), element by element.
+    @inline(never)
+    func tail(_ r: Int, _ col: Int, _ acc: SIMD16<Float>, _ valid: Int) {
+        let dst = c + r * ldc + col
+        for j in 0..<valid {
+            var v = acc[j]
+            if accumulate { v += dst[j] }
+            if let e = epilogue { v = e.apply(v, row: r, col: col + j) }
+            dst[j] = v
         }
     }
 }

@@ -8,7 +8,7 @@ public enum PoolKind: Sendable {
 
 public enum Pool2D {
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        DepthwiseConv.scratchCount(g) + g.outWidth + 16
+        PaddedPlane.scratchCount(g) + g.outWidth + 18 + 2 * g.kernelHeight * g.kernelWidth
     }
 }
 
@@ -25,38 +25,43 @@ public func pool2d_f32(input: UnsafePointer<Float>, output: UnsafeMutablePointer
     }
     PaddedPlane.fill(input: input, geometry: g, padValue: isMax ? -.infinity : 0, scratch: scratch)
     // Per-column count of taps inside the image (average without padding).
-    let colCount = scratch + DepthwiseConv.scratchCount(g)
-    for ow in 0..<g.outWidth {
-        var n = 0
-        for kw in 0..<g.kernelWidth {
-            let iw = ow * g.strideW - g.padLeft + kw * g.dilationW
-            if iw >= 0 && iw < g.inWidth { n += 1 }
+    let colCount = scratch + PaddedPlane.scratchCount(g)
+    if !isMax {
+        for ow in 0..<g.outWidth {
+            var n = 0
+            for kw in 0..<g.kernelWidth {
+                let iw = ow * g.strideW - g.padLeft + kw * g.dilationW
+                if iw >= 0 && iw < g.inWidth { n += 1 }
+            }
+            colCount[ow] = Float(includePad ? g.kernelWidth : n)
         }
-        colCount[ow] = Float(includePad ? g.kernelWidth : n)
+        for ow in g.outWidth..<(g.outWidth + 16) { colCount[ow] = 1 }
     }
-    for ow in g.outWidth..<(g.outWidth + 16) { colCount[ow] = 1 }
+    let taps = g.kernelHeight * g.kernelWidth
+    let offsets = UnsafeMutableRawPointer(colCount + (g.outWidth + 17) / 2 * 2).bindMemory(to: Int.self, capacity: taps)
+    DepthwiseConv.tapOffsets(g, offsets)
+    let initial = SIMD16<Float>(repeating: isMax ? -.infinity : 0)
     for oh in 0..<g.outHeight {
         let outRow = output + oh * g.outWidth
-        var rowTaps = 0
-        for kh in 0..<g.kernelHeight {
-            let ih = oh * g.strideH - g.padTop + kh * g.dilationH
-            if ih >= 0 && ih < g.inHeight { rowTaps += 1 }
+        let base = scratch + oh * g.strideH * rowStride
+        var rowCount: Float = 1
+        if !isMax {
+            var rowTaps = 0
+            for kh in 0..<g.kernelHeight {
+                let ih = oh * g.strideH - g.padTop + kh * g.dilationH
+                if ih >= 0 && ih < g.inHeight { rowTaps += 1 }
+            }
+            rowCount = Float(includePad ? g.kernelHeight : rowTaps)
         }
-        let rowCount = Float(includePad ? g.kernelHeight : rowTaps)
         var ow = 0
         while ow < g.outWidth {
-            var acc = SIMD16<Float>(repeating: isMax ? -.infinity : 0)
-            for kh in 0..<g.kernelHeight {
-                let row = scratch + (oh * g.strideH + kh * g.dilationH) * rowStride
-                for kw in 0..<g.kernelWidth {
-                    let c = kw * g.dilationW
-                    let v = UnsafeRawPointer(row + (c % s) * pw + c / s + ow).loadUnaligned(as: SIMD16<Float>.self)
-                    if isMax { acc = simdMax(acc, v) } else { acc += v }
-                }
-            }
-            if !isMax {
-                let cnt = UnsafeRawPointer(colCount + ow).loadUnaligned(as: SIMD16<Float>.self) * rowCount
-                acc /= cnt
+            var acc = initial
+            let p = UnsafeRawPointer(base + ow)
+            if isMax {
+                for t in 0..<taps { acc = simdMax(acc, (p + offsets[t] * 4).loadUnaligned(as: SIMD16<Float>.self)) }
+            } else {
+                for t in 0..<taps { acc += (p + offsets[t] * 4).loadUnaligned(as: SIMD16<Float>.self) }
+                acc /= UnsafeRawPointer(colCount + ow).loadUnaligned(as: SIMD16<Float>.self) * rowCount
             }
             let valid = g.outWidth - ow
             if valid >= 16 {

@@ -29,7 +29,12 @@ struct CleartextHTTPChannel: HTTPChannelHandler {
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result, channel in
                 switch result {
                 case .negotiated("h2"):
-                    return self.http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                    return self.http2.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                        let sync = channel.pipeline.syncOperations
+                        let http2Handler = try sync.handler(type: NIOHTTP2Handler.self)
+                        try sync.addHandler(FlushBeforeClose(), position: .after(http2Handler))
+                        return .http2(value)
+                    }
                 default:
                     return self.http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
                 }
