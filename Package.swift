@@ -95,6 +95,14 @@ let package = Package(
             swiftSettings: computeSettings
         ),
 
+        // Image pipeline benchmark runner (tools/bench-image/bench.sh compares it with Pillow).
+        .executableTarget(
+            name: "bench-image",
+            dependencies: ["GlimpseImage", "GlimpseTensor"],
+            path: "tools/bench-image/Runner",
+            swiftSettings: computeSettings
+        ),
+
         // Load generator over libnghttp2 (an HTTP/2 stack independent of the server's).
         .target(
             name: "GlimpseLoad",

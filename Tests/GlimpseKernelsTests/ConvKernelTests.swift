@@ -1,3 +1,4 @@
+import Foundation
 import GlimpseKernels
 import XCTest
 
@@ -68,6 +69,71 @@ final class ConvKernelTests: XCTestCase {
             pool2d_f32(input: x.pointer, output: out.pointer, geometry: g, kind: kind, scratch: scratch.pointer)
             pool2d_f32_reference(input: x.pointer, output: ref.pointer, geometry: g, kind: kind)
             assertClose(out.array, ref.array, tolerance: 1e-5, "\(kind) \(g)")
+        }
+    }
+
+    /// Depthwise with the full fused epilogue (residual add, ReLU6-style clamp, swish) on widths
+    /// below, at and above 16 (tails, and the row-spill store of narrow planes).
+    func testDepthwiseFusedEpilogueMatchesReference() {
+        var rng = TestRandom(seed: 17)
+        for i in 0..<40 {
+            var g = randomGeometry(&rng, channels: 1)
+            if i % 4 == 0 {  // MobileNet/EfficientNet shapes: 3x3 / 5x5, stride 1 or 2, "same" padding
+                let k = i % 8 == 0 ? 3 : 5, s = rng.int(1...2), w = rng.int(5...40)
+                g = ConvGeometry(inChannels: 1, inHeight: w, inWidth: w, kernelHeight: k, kernelWidth: k,
+                                 strideH: s, strideW: s, dilationH: 1, dilationW: 1, padTop: k / 2, padLeft: k / 2,
+                                 outHeight: (w + 2 * (k / 2) - k) / s + 1, outWidth: (w + 2 * (k / 2) - k) / s + 1)
+            }
+            let x = AlignedBuffer(rng.floats(g.inPixels)), w = AlignedBuffer(rng.floats(g.kernelHeight * g.kernelWidth))
+            let res = AlignedBuffer(rng.floats(g.outPixels))
+            let bias = rng.float()
+            let swish = i % 2 == 0
+            let out = AlignedBuffer(g.outPixels), ref = AlignedBuffer(g.outPixels)
+            let scratch = AlignedBuffer(DepthwiseConv.scratchCount(g))
+            dwconv_f32_direct(input: x.pointer, weights: w.pointer, bias: bias, output: out.pointer, geometry: g,
+                              epilogue: GemmEpilogue(residual: res.pointer, lowerBound: -1.5, upperBound: 6, swish: swish),
+                              scratch: scratch.pointer)
+            let b = AlignedBuffer([bias])
+            conv2d_f32_reference(input: x.pointer, weights: w.pointer, bias: b.pointer, output: ref.pointer,
+                                 geometry: g, groups: 1, outChannelsPerGroup: 1)
+            let expected = (0..<g.outPixels).map { j -> Float in
+                let v = min(max(ref.pointer[j] + res.pointer[j], -1.5), 6)
+                return swish ? v / (1 + Float(Foundation.exp(Double(-v)))) : v
+            }
+            assertClose(out.array, expected, tolerance: 1e-5, "\(g) swish \(swish)")
+        }
+    }
+
+    /// The materialized im2col matrix (SIMD stride-2 path included) against a scalar im2col.
+    func testIm2colMatrixMatchesScalar() {
+        var rng = TestRandom(seed: 23)
+        for i in 0..<30 {
+            var g = randomGeometry(&rng, channels: rng.int(1...3))
+            if i % 3 == 0 {  // wide stride-2 rows (the first layer of MobileNet/EfficientNet/SqueezeNet)
+                let w = rng.int(33...90)
+                g = ConvGeometry(inChannels: 3, inHeight: 9, inWidth: w, kernelHeight: 3, kernelWidth: 3,
+                                 strideH: 2, strideW: 2, dilationH: 1, dilationW: 1, padTop: i % 2, padLeft: i % 2,
+                                 outHeight: (9 + 2 * (i % 2) - 3) / 2 + 1, outWidth: (w + 2 * (i % 2) - 3) / 2 + 1)
+            }
+            let x = AlignedBuffer(rng.floats(g.inChannels * g.inPixels))
+            let out = AlignedBuffer(g.patchSize * g.outPixels)
+            Im2colMatrix.fill(input: x.pointer, geometry: g, rows: 0..<g.patchSize, into: out.pointer)
+            var expected = [Float]()
+            for ci in 0..<g.inChannels {
+                for kh in 0..<g.kernelHeight {
+                    for kw in 0..<g.kernelWidth {
+                        for oh in 0..<g.outHeight {
+                            for ow in 0..<g.outWidth {
+                                let ih = oh * g.strideH - g.padTop + kh * g.dilationH
+                                let iw = ow * g.strideW - g.padLeft + kw * g.dilationW
+                                let inside = ih >= 0 && ih < g.inHeight && iw >= 0 && iw < g.inWidth
+                                expected.append(inside ? x.pointer[ci * g.inPixels + ih * g.inWidth + iw] : 0)
+                            }
+                        }
+                    }
+                }
+            }
+            assertClose(out.array, expected, tolerance: 0, "\(g)")
         }
     }
 }

@@ -5,7 +5,7 @@
 #   tools/bench-image/bench.sh [seconds_per_run=2] [rounds=5]
 #
 # Environment: GLIMPSE_SHARED (default <repo>/../shared), GLIMPSE_IMAGE_BENCH (a prebuilt runner;
-# default: build the dev package's `glimpse-image-bench` in GLIMPSE_IMAGE_DEV, default /work/dev/image),
+# default: the package's `bench-image` product, built in release),
 # BENCH_CPU (core to pin, default 1), BENCH_VENV (default $TMPDIR/glimpse-bench-venv).
 # Test images are generated into a temporary folder, never into the repo.
 set -euo pipefail
@@ -21,9 +21,8 @@ VENV="${BENCH_VENV:-${TMPDIR:-/tmp}/glimpse-bench-venv}"
 
 RUNNER="${GLIMPSE_IMAGE_BENCH:-}"
 if [ -z "$RUNNER" ]; then
-    DEV="${GLIMPSE_IMAGE_DEV:-/work/dev/image}"
-    (cd "$DEV" && swift build -c release --product glimpse-image-bench >&2)
-    RUNNER="$DEV/.build/release/glimpse-image-bench"
+    (cd "$REPO" && swift build -c release --product bench-image >&2)
+    RUNNER="$(cd "$REPO" && swift build -c release --show-bin-path)/bench-image"
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
