@@ -19,7 +19,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most requests waiting per model before refusing with queue_full.") var maxQueue: Int = 256
     @Option(help: "Batch delay policy: adaptive (wait only when more requests are arriving) or fixed.") var batchPolicy: String = "adaptive"
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
-    @Option(help: "Batch workers per model (each runs whole batches; engine threads are per worker).") var workers: Int = 1
+    @Option(help: "Batch workers per model. Two workers share the model's engine threads: one batch at a time uses them all, two at once run side by side (measured best on 2 cores, see BENCHMARKS.md).") var workers: Int = 2
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
     @Option(help: "Seconds to wait on SIGTERM/SIGINT for in-flight requests before cancelling them.") var drainTimeoutS: Double = 30
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4

@@ -28,9 +28,13 @@ for d in 0 1 2 3 4 5 6 7 8 9; do ln -s "$(realpath $shared/images/digits/torchse
 configs=(
   "off-1x2|--max-batch 1 --workers 1 --threads 2"
   "off-2x1|--max-batch 1 --workers 2 --threads 1"
-  "fixed-8|--max-batch 8 --batch-policy fixed --max-queue-delay-ms 2 --threads 2"
-  "adaptive|"
+  "fixed-8|--max-batch 8 --batch-policy fixed --max-queue-delay-ms 2 --workers 1 --threads 2"
+  "adaptive-1x2|--workers 1 --threads 2"
+  "adaptive-2x1|--workers 2 --threads 1"
+  "adaptive-2x2|--workers 2 --threads 2"
+  "default|"
 )
+[ -n "${BENCH_CONFIGS:-}" ] && IFS=';' read -ra configs <<< "$BENCH_CONFIGS"
 out=tools/bench-batching/results.csv
 echo "model,config,concurrency,img_per_s,p50_ms,p99_ms,errors" > "$out"
 port=18790

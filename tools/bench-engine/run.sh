@@ -5,7 +5,7 @@
 #
 # Environment: GLIMPSE_SHARED (default ../shared beside the repo), BENCH_VENV (onnxruntime venv,
 # created from PyPI on first use), BENCH_PACKAGE (SwiftPM package with the `bench-engine` product;
-# default: the repo root, or /work/dev/engine during development), BENCH_RUNNER (prebuilt binary).
+# default: the repo root), BENCH_RUNNER (prebuilt binary).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -34,7 +34,6 @@ fi
 RUNNER=${BENCH_RUNNER:-}
 if [ -z "$RUNNER" ]; then
   PKG=${BENCH_PACKAGE:-$ROOT}
-  if ! grep -q bench-engine "$PKG/Package.swift" 2>/dev/null && [ -f /work/dev/engine/Package.swift ]; then PKG=/work/dev/engine; fi
   swift build -c release --product bench-engine --package-path "$PKG" >&2
   RUNNER="$(swift build -c release --package-path "$PKG" --show-bin-path)/bench-engine"
 fi

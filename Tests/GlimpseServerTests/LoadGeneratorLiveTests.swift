@@ -1,0 +1,74 @@
+import Foundation
+import GlimpseRPC
+import XCTest
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// The `glimpse-load` executable against a live Glimpse server: closed-loop sweep and open loop, with
+/// every output format.
+final class LoadGeneratorLiveTests: XCTestCase {
+    static var binary: URL { GlimpseProcess.binary.deletingLastPathComponent().appendingPathComponent("glimpse-load") }
+
+    func run(_ args: [String]) throws -> String {
+        let out = try ExternalClient.run(Self.binary.path, args + ["--quiet"])
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func digitsFolder() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-digits-\(getpid())")
+        try? FileManager.default.removeItem(at: dir)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for d in 0..<10 {
+            try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(d).png").path,
+                                                       withDestinationPath: try SharedData.path("images/digits/torchserve_\(d).png"))
+        }
+        return dir.path
+    }
+
+    func testClosedLoopSweepWithCSVJSONAndSVG() async throws {
+        let server = try await TestServer.shared.value
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-out-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let table = try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "mnist-8",
+                             "-c", "2", "--concurrency", "2,4", "--duration", "1", "--warmup", "0.3", "--max-requests", "2000",
+                             "--csv", dir.appendingPathComponent("r.csv").path, "--json", dir.appendingPathComponent("r.json").path,
+                             "--svg", dir.appendingPathComponent("r.svg").path])
+        XCTAssertTrue(table.contains("p99"), table)
+
+        let csv = try String(contentsOf: dir.appendingPathComponent("r.csv"), encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(csv.count, 3, "a header and one row per sweep point")
+        let json = try JSONValue.parse([UInt8](Data(contentsOf: dir.appendingPathComponent("r.json"))))
+        guard case .array(let runs)? = json["runs"] else { return XCTFail("no runs") }
+        XCTAssertEqual(runs.count, 2)
+        for r in runs {
+            XCTAssertGreaterThan(r["succeeded"]?.intValue ?? 0, 5)
+            XCTAssertEqual(r["errors"]?.intValue, 0)
+            XCTAssertGreaterThan(r["achievedRate"]?.doubleValue ?? 0, 0)
+            XCTAssertEqual(r["variants"]?["mnist-8"].flatMap { $0.intValue }, r["succeeded"]?.intValue)
+        }
+        let svg = try Data(contentsOf: dir.appendingPathComponent("r.svg"))
+        let parser = XMLParser(data: svg)
+        XCTAssertTrue(parser.parse(), "the SVG must be well-formed XML")
+        XCTAssertTrue(String(decoding: svg, as: UTF8.self).contains("<svg"))
+    }
+
+    func testOpenLoopPoissonIsBoundedAndAnswered() async throws {
+        let server = try await TestServer.shared.value
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-open-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let started = Date()
+        _ = try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "mnist-8",
+                     "--rate", "40", "--poisson", "--duration", "1.5", "--warmup", "0.2", "--max-requests", "500",
+                     "--json", dir.appendingPathComponent("o.json").path])
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20)
+        let json = try JSONValue.parse([UInt8](Data(contentsOf: dir.appendingPathComponent("o.json"))))
+        guard case .array(let runs)? = json["runs"], let r = runs.first else { return XCTFail("no runs") }
+        let succeeded = r["succeeded"]?.intValue ?? 0
+        XCTAssertGreaterThan(succeeded, 20)   // about 60 expected at 40/s for 1.5 s
+        XCTAssertLessThan(succeeded, 150)
+        XCTAssertEqual(r["errors"]?.intValue, 0)
+    }
+}
