@@ -122,6 +122,7 @@ public final class InferenceService: Sendable {
         ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
         ServingMetrics.recordStage("inference", model: model.name, nanos: item.inferenceNanos)
         ServingMetrics.recordStage("total", model: model.name, nanos: end - start)
+        ServingMetrics.variantSelected(family: model.metadata.family, variant: model.metadata.variant, reason: "requested")
         let joules = energy.joules(cpuNanos: item.cpuNanosPerItem)
         ServingMetrics.recordInferenceEnergy(model: model.name, variant: model.metadata.variant, joules: joules)
         let predictions = TopK.select(scores: item.scores, k: topK).map {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GlimpseImage
 import GlimpseRPC
 import GlimpseServer
 import GlimpseServing
@@ -21,6 +22,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
     @Option(help: "Batch workers per model. Two workers share the model's engine threads: one batch at a time uses them all, two at once run side by side (measured best on 2 cores, see BENCHMARKS.md).") var workers: Int = 2
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
+    @Option(help: "Largest encoded image in bytes.") var maxImageBytes: Int = 16 << 20
+    @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
     @Option(help: "Seconds to wait on SIGTERM/SIGINT for in-flight requests before cancelling them.") var drainTimeoutS: Double = 30
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
@@ -46,14 +49,15 @@ struct Serve: AsyncParsableCommand {
             sizes = batchSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard let s = sizes, !s.isEmpty, s.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--batch-sizes takes positive integers, e.g. 1,4,8") }
         }
-        guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0 else {
+        guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0, maxImageBytes >= 1, maxImagePixels >= 1 else {
             throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
         }
         let serving = ServingConfiguration(
             engineThreads: modelOptions.threads,
             workersPerModel: workers,
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
-                            allowedBatchSizes: sizes, delayPolicy: policy))
+                            allowedBatchSizes: sizes, delayPolicy: policy),
+            imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels))
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }
