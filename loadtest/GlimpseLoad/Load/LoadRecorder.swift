@@ -25,6 +25,8 @@ public struct LoadRecorder: Sendable {
     public var timeline: [Int: Histogram<UInt64>] = [:]
     /// Latest completion time (ns) of a measured request.
     public var lastCompletionNs: UInt64 = 0
+    /// Reused for each response, so inspecting one allocates nothing.
+    private var scratch = ResponseOutcome(status: 0)
 
     public init() {}
 
@@ -44,9 +46,9 @@ public struct LoadRecorder: Sendable {
         case .success(let response):
             bytesReceived += response.body.count
             byStatus[response.status, default: 0] += 1
-            let outcome = ResponseInspector.inspect(status: response.status, body: response.body)
-            record(outcome)
-            guard outcome.isSuccess else { return }
+            ResponseInspector.inspect(status: response.status, body: response.body, into: &scratch)
+            record(scratch)
+            guard scratch.isSuccess else { return }
             succeeded += 1
             let total = timing.completed &- min(intendedNs, timing.completed)
             _ = latency.record(Self.micros(total))

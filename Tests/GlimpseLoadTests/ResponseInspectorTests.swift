@@ -1,0 +1,85 @@
+@testable import GlimpseLoad
+import XCTest
+
+/// The byte scanner of `ResponseInspector` must read every body exactly as `JSONSerialization` does.
+final class ResponseInspectorTests: XCTestCase {
+    static let samples: [String] = [
+        #"{"id":1,"jsonrpc":"2.0","result":{"models":0,"status":"ok","uptime_s":12.098}}"#,
+        #"{"jsonrpc":"2.0","id":1,"result":{"variant":"squeezenet1.1-fp32","timing_ms":{"queue":2.5,"inference":7,"total":11},"batch_size":4}}"#,
+        #"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"overloaded","data":{"reason":"queue_full","retry_after_ms":50}}}"#,
+        #"[{"jsonrpc":"2.0","id":1,"result":{"variant":"a"}},{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"bad"}}]"#,
+        #"{"jsonrpc":"2.0","id":1,"result":[{"variant":"a","timing_ms":{"queue":1,"inference":2}},{"variant":"b"}]}"#,
+        #"{"jsonrpc":"2.0","id":1,"result":{"results":[{"variant":"a","timing_ms":{"queue":0.125,"inference":3.75}},7,{"variant":"b","batch_size":2}]}}"#,
+        #"{"result":{"results":{"variant":"x"}}}"#,
+        #"{"result":null}"#, #"{"result":"text"}"#, #"{"result":[]}"#, #"{"result":[1,null,"x",[{}]]}"#,
+        #"{"error":null,"result":{"variant":"v"}}"#, #"{"error":"bad","result":{"variant":"v"}}"#,
+        #"{"error":{},"result":{}}"#, #"{"error":{"code":"x","data":{"reason":5}}}"#, #"{"error":{"code":12.75}}"#,
+        #"{"error":{"code":true}}"#, #"{"error":{"code":-0,"data":{"reason":null}}}"#, #"{"error":{"code":1e3}}"#,
+        #"{"error":{"code":12345678901234567890123}}"#, #"{"error":{"data":{"reason":"caf\u00e9 \"q\""}}}"#,
+        #"{"error":{"data":{"reason":"café"}}}"#,
+        #"{"result":{"variant":"a","variant":"b"}}"#, #"{"result":{"variant":"a"},"result":{"variant":"b"}}"#,
+        #"{"result":{"timing_ms":{"queue":"1","inference":false}}}"#, #"{"result":{"timing_ms":{"queue":1.0000000000000002}}}"#,
+        #"{"result":{"timing_ms":{"queue":123456789.12345678}}}"#, #"{"result":{"timing_ms":{"queue":-0.0,"inference":1E2}}}"#,
+        #"{"result":{"timing_ms":{"queue":0.1,"inference":0.30000000000000004}}}"#, #"{"result":{"batch_size":3.9}}"#,
+        #"  [ ]  "#, "[]", "{}", "[1,2,3]", #"["a",{"result":{}}]"#, "{\"result\":{\"variant\":\"a\"}}\n", "\t{ \"result\" :\r\n{ } }",
+        "OK", "", "   ", "{", "[", "{\"result\":}", "{\"result\":{}} x", "{\"result\":{},}", "[{\"result\":{}},]", "{\"a\" 1}",
+        "{\"result\":01}", "{\"result\":1.}", "{\"result\":-}", "{\"result\":.5}", "{\"result\":tru}", "{\"result\":nul}",
+        "{\"result\":\"a\u{01}b\"}", "{\"result\":{\"variant\":\"a\"}}\u{0}", "{'result':1}", "{\"result\":NaN}",
+        String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+        "{\"result\":" + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}",
+    ]
+
+    private func reference(_ body: [UInt8], status: Int = 200) -> ResponseOutcome {
+        var outcome = ResponseOutcome(status: status)
+        ResponseInspector.inspectWithFoundation(body: body, into: &outcome)
+        return outcome
+    }
+
+    func testScannerMatchesFoundationOnSamples() {
+        for sample in Self.samples {
+            let body = Array(sample.utf8)
+            XCTAssertEqual(ResponseInspector.inspect(status: 200, body: body), reference(body), sample)
+        }
+    }
+
+    func testScannerMatchesFoundationOnMutatedBodies() {
+        var rng = SplitMix64(seed: 42)
+        let alphabet = Array("{}[]\",:0123456789.-eE tfnrul\\ab\n".utf8)
+        for n in 0..<4000 {
+            var body = Array(Self.samples[n % 8].utf8)
+            for _ in 0..<(1 + Int(rng.next() % 3)) where !body.isEmpty {
+                let at = Int(rng.next() % UInt64(body.count))
+                switch rng.next() % 4 {
+                case 0: body[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                case 1: body.remove(at: at)
+                case 2: body.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: at)
+                default: body = Array(body[..<at])
+                }
+            }
+            XCTAssertEqual(ResponseInspector.inspect(status: 200, body: body), reference(body), String(decoding: body, as: UTF8.self))
+        }
+    }
+
+    func testScannerReadsTheUsualBodiesItself() {
+        for sample in Self.samples.prefix(15) {
+            var outcome = ResponseOutcome(status: 200)
+            let fast = Array(sample.utf8).withUnsafeBufferPointer { bytes in
+                var scanner = FastJSONScanner(bytes)
+                return scanner.scanDocument(into: &outcome)
+            }
+            XCTAssertTrue(fast, sample)
+            XCTAssertEqual(outcome, reference(Array(sample.utf8)), sample)
+        }
+    }
+
+    func testReusedOutcomeIsReset() {
+        var outcome = ResponseOutcome(status: 0)
+        ResponseInspector.inspect(status: 503, body: Array(Self.samples[3].utf8), into: &outcome)
+        XCTAssertEqual(outcome.results.count, 1)
+        XCTAssertEqual(outcome.errors.count, 1)
+        ResponseInspector.inspect(status: 200, body: Array(Self.samples[0].utf8), into: &outcome)
+        XCTAssertEqual(outcome, ResponseOutcome(status: 200, results: [.init(variant: nil, queueMs: nil, inferenceMs: nil, batchSize: nil)]))
+        ResponseInspector.inspect(status: 200, body: Array("OK".utf8), into: &outcome)
+        XCTAssertEqual(outcome, ResponseOutcome(status: 200))
+    }
+}
