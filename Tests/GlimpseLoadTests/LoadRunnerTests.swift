@@ -40,6 +40,23 @@ final class LoadRunnerTests: XCTestCase {
         }
     }
 
+    func testConnectionsSpreadOverSeveralLoopThreadsMergeTheirCounts() throws {
+        let server = try glimpseLike()
+        defer { server.stop() }
+        let corpus = RequestCorpus.classify(base64Images: ["QUFB"], options: ClassifyOptions())
+        let config = LoadConfiguration(port: server.port, connections: 3, mode: .closed(concurrency: 6), duration: 5, warmup: 0,
+                                       maxRequests: 300, threads: 2)
+        let r = try LoadRunner.run(config, corpus: corpus)
+        XCTAssertEqual(r.requests, 300)
+        XCTAssertEqual(r.requests, r.succeeded + r.errors)
+        XCTAssertEqual(r.byStatus["503"], r.byRPCError["-32000 queue_full"])
+        XCTAssertEqual(r.byStatus["200"], r.succeeded)
+        XCTAssertEqual(r.variants.values.reduce(0, +), r.succeeded)
+        XCTAssertEqual(r.latency.count, UInt64(r.succeeded))
+        XCTAssertEqual(r.timeline.reduce(0) { $0 + $1.count }, UInt64(r.succeeded))
+        XCTAssertEqual(r.serverQueue.p50, 1.5, accuracy: 0.01)
+    }
+
     func testMaxRequestsBoundsTheRunAndBatchesCountCalls() throws {
         let server = try glimpseLike()
         defer { server.stop() }

@@ -16,7 +16,8 @@ struct GlimpseLoadCommand: ParsableCommand {
 
     @Option(help: "Server host.") var host = "127.0.0.1"
     @Option(help: "Server port.") var port = 8080
-    @Option(name: [.short, .customLong("connections")], help: "HTTP/2 connections (one thread each).") var connections = 1
+    @Option(name: [.short, .customLong("connections")], help: "HTTP/2 connections (sharing the --threads event-loop threads).") var connections = 1
+    @Option(name: [.short, .customLong("threads")], help: "Event-loop threads; connection i runs on thread i % threads (as h2load -t).") var threads = 1
     @Option(help: "Closed loop: total streams in flight; a list (1,2,4) or range (1-64, powers of two) sweeps.") var concurrency: String?
     @Option(help: "Open loop: requests per second; a comma list sweeps.") var rate: String?
     @Flag(help: "Open loop with Poisson arrivals instead of a constant rate.") var poisson = false
@@ -43,63 +44,16 @@ struct GlimpseLoadCommand: ParsableCommand {
     @Option(help: "Write an SVG chart (sweep: latency vs throughput; single run: latency over time).") var svg: String?
     @Flag(help: "No live progress line.") var quiet = false
 
-    func makePlan() throws -> LoadPlan {
-        let base = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
-                                     maxRequests: maxRequests, requestTimeout: timeout, maxOutstandingPerConnection: maxOutstanding,
-                                     seed: seed)
-        let source: LoadPlan.Source
-        if images != nil && body != nil { throw LoadConfigError("give --images or --body, not both") }
-        if let images {
-            source = .images(images, ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
-                                                     imagesPerCall: imagesPerCall, rpcBatch: rpcBatch))
-        } else if let body {
-            source = .bodyFile(body)
-        } else {
-            source = .plain(method: method.uppercased())
-        }
-        let rates = try rate.map(LoadPlan.parseRates) ?? []
-        let levels = try concurrency.map(LoadPlan.parseIntegers) ?? (rates.isEmpty ? [max(connections, 1)] : [])
-        return try LoadPlan.make(base: base, concurrency: levels, rates: rates, poisson: poisson, source: source, path: path)
+    /// The options as a plain value (what `run` works from).
+    var options: LoadOptions {
+        LoadOptions(host: host, port: port, connections: connections, threads: threads, concurrency: concurrency, rate: rate,
+                    poisson: poisson, duration: duration, warmup: warmup, maxRequests: maxRequests, timeout: timeout,
+                    maxOutstanding: maxOutstanding, seed: seed, images: images, body: body, path: path, method: method,
+                    model: model, deadlineMs: deadlineMs, topK: topK, crop: crop, imagesPerCall: imagesPerCall,
+                    rpcBatch: rpcBatch, csv: csv, json: json, svg: svg, quiet: quiet)
     }
 
-    func validate() throws {
-        do { _ = try makePlanBounds() } catch let error as LoadConfigError { throw ValidationError(error.message) }
-    }
+    func validate() throws { try options.validate() }
 
-    /// Bounds only (no file reads), so `--help`-style validation stays cheap.
-    private func makePlanBounds() throws -> Bool {
-        var c = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
-                                  maxRequests: maxRequests, requestTimeout: timeout, maxOutstandingPerConnection: maxOutstanding)
-        c.mode = .closed(concurrency: max(connections, 1))
-        try c.validate()
-        try ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs, imagesPerCall: imagesPerCall,
-                            rpcBatch: rpcBatch).validate()
-        for r in try rate.map(LoadPlan.parseRates) ?? [] { c.mode = poisson ? .poisson(r) : .constantRate(r); try c.validate() }
-        for k in try concurrency.map(LoadPlan.parseIntegers) ?? [] { c.mode = .closed(concurrency: k); try c.validate() }
-        return true
-    }
-
-    func run() throws {
-        let plan: LoadPlan
-        do { plan = try makePlan() } catch let error as LoadConfigError { throw ValidationError(error.message) }
-        let progress = ProgressLine(enabled: !quiet && isatty(STDERR_FILENO) != 0)
-        var results: [RunResult] = []
-        for mode in plan.modes {
-            var config = plan.configuration
-            config.mode = mode
-            let result = try LoadRunner.run(config, corpus: plan.corpus) { elapsed, done, failed in
-                progress.update(label: mode.label, elapsed: elapsed, completed: done, failed: failed)
-            }
-            progress.finish()
-            results.append(result)
-        }
-        print(SummaryTable.render(results), terminator: "")
-        if let csv { try FileReports.write(FileReports.csv(results), to: csv) }
-        if let json { try FileReports.json(results).write(to: URL(fileURLWithPath: json)) }
-        if let svg, let first = results.first {
-            let chart = results.count > 1 ? SVGChart.sweep(results) : SVGChart.timeline(first)
-            try FileReports.write(chart.render(), to: svg)
-        }
-        if results.allSatisfy({ $0.succeeded == 0 }) { throw ExitCode(2) }
-    }
+    func run() throws { try options.run() }
 }

@@ -7,7 +7,16 @@ public final class H2HeaderBlock: @unchecked Sendable {
     let count: Int
     private let storage: UnsafeMutablePointer<UInt8>
 
-    public init(_ headers: [(String, String)]) {
+    public convenience init(_ headers: [(String, String)]) {
+        self.init(headers, borrowed: false)
+    }
+
+    /// `borrowed`: nghttp2 points at this block's bytes instead of copying them per request
+    /// (NGHTTP2_NV_FLAG_NO_COPY_NAME/VALUE); only for a block kept alive as long as its connection's
+    /// session may serialize requests built from it.
+    init(_ headers: [(String, String)], borrowed: Bool) {
+        let flags = borrowed ? UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+                             : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
         var total = 0
         for (name, value) in headers { total += name.utf8.count + value.utf8.count }
         storage = .allocate(capacity: max(total, 1))
@@ -18,7 +27,7 @@ public final class H2HeaderBlock: @unchecked Sendable {
             let n = H2HeaderBlock.copy(name, to: storage + offset)
             let v = H2HeaderBlock.copy(value, to: storage + offset + n)
             (nva + i).initialize(to: nghttp2_nv(name: storage + offset, value: storage + offset + n, namelen: n, valuelen: v,
-                                                flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                                                flags: flags))
             offset += n + v
         }
     }

@@ -25,6 +25,9 @@ public struct LoadConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var connections: Int
+    /// Event-loop threads the connections share (connection i runs on thread i % threads). One thread
+    /// serving several connections wakes up less often than a thread per connection (h2load's model).
+    public var threads: Int
     public var mode: LoadMode
     /// Measured duration, seconds (after warm-up).
     public var duration: Double
@@ -40,10 +43,11 @@ public struct LoadConfiguration: Sendable {
 
     public init(host: String = "127.0.0.1", port: Int = 8080, connections: Int = 1, mode: LoadMode = .closed(concurrency: 1),
                 duration: Double = 10, warmup: Double = 1, maxRequests: Int = 1_000_000, requestTimeout: Double = 30,
-                maxOutstandingPerConnection: Int = 10_000, seed: UInt64 = 1) {
+                maxOutstandingPerConnection: Int = 10_000, seed: UInt64 = 1, threads: Int = 1) {
         self.host = host
         self.port = port
         self.connections = connections
+        self.threads = threads
         self.mode = mode
         self.duration = duration
         self.warmup = warmup
@@ -59,6 +63,7 @@ public struct LoadConfiguration: Sendable {
         guard !host.isEmpty else { throw fail("host must not be empty") }
         guard (1...65535).contains(port) else { throw fail("port must be in 1...65535, got \(port)") }
         guard (1...1024).contains(connections) else { throw fail("connections must be in 1...1024, got \(connections)") }
+        guard (1...1024).contains(threads) else { throw fail("threads must be in 1...1024, got \(threads)") }
         guard duration.isFinite, duration > 0, duration <= 86_400 else { throw fail("duration must be in (0, 86400] s, got \(duration)") }
         guard warmup.isFinite, warmup >= 0, warmup <= 3600 else { throw fail("warm-up must be in [0, 3600] s, got \(warmup)") }
         guard maxRequests >= 1 else { throw fail("max requests must be at least 1, got \(maxRequests)") }

@@ -3,21 +3,29 @@ import Foundation
 /// Generates load on one connection, on that connection's loop thread. Closed loop keeps a fixed
 /// number of requests in flight; open loop sends on an `ArrivalSchedule` and measures latency from
 /// each request's intended send time, so a slow server cannot hide its stalls (no coordinated omission).
-final class LoadDriver: H2LoopDriver {
+final class LoadDriver: H2LoopDriver, H2StreamSink {
     enum Pacing {
         case closed(inFlight: Int)
         case open(ArrivalSchedule, maxOutstanding: Int)
     }
 
-    private(set) var phase: RunPhase
-    private var pacing: Pacing
+    @exclusivity(unchecked) private(set) var phase: RunPhase
+    @exclusivity(unchecked) private var pacing: Pacing
     private let corpus: RequestCorpus
-    private(set) var recorder = LoadRecorder()
+    /// Where this driver records; shared by the drivers of one loop thread (so no merge between them).
+    let results: SharedRecorder
     let progress: ProgressCounter
-    private var outstanding = 0
-    private var sendIndex: Int
+    @exclusivity(unchecked) private var outstanding = 0
+    @exclusivity(unchecked) private var sendIndex: Int
+    /// The corpus' requests as sent: header block encoded once, body shared (built on the first send).
+    private var requests: [(block: H2HeaderBlock, body: [UInt8]?)] = []
+    /// Completions not yet added to `progress` (published once per loop turn, not per response).
+    @exclusivity(unchecked) private var pendingCompleted = 0
+    @exclusivity(unchecked) private var pendingFailed = 0
 
-    init(phase: RunPhase, pacing: Pacing, corpus: RequestCorpus, progress: ProgressCounter, firstIndex: Int) {
+    init(phase: RunPhase, pacing: Pacing, corpus: RequestCorpus, progress: ProgressCounter, firstIndex: Int,
+         results: SharedRecorder = SharedRecorder()) {
+        self.results = results
         self.phase = phase
         self.pacing = pacing
         self.corpus = corpus
@@ -26,6 +34,7 @@ final class LoadDriver: H2LoopDriver {
     }
 
     func tick(_ connection: H2Connection, now: UInt64) -> UInt64? {
+        publishProgress()
         let state = phase.advance(now: now, inFlight: outstanding)
         if state == .done {
             connection.stop()
@@ -44,7 +53,7 @@ final class LoadDriver: H2LoopDriver {
                 guard let measured = phase.admit(intendedNs: intended) else { break }
                 sentThisTick += 1
                 if outstanding >= maxOutstanding {
-                    if measured { recorder.recordDropped(reason: "client_backlog") }
+                    if measured { results.recorder.recordDropped(reason: "client_backlog") }
                     continue
                 }
                 send(on: connection, intended: intended, measured: measured)
@@ -58,19 +67,49 @@ final class LoadDriver: H2LoopDriver {
     }
 
     private func send(on connection: H2Connection, intended: UInt64, measured: Bool) {
-        let request = corpus.request(sendIndex, authority: connection.authority)
+        if requests.isEmpty {
+            // Borrowed blocks (nghttp2 reads our bytes instead of copying them per request): this driver
+            // outlives every serialization on its connection (released when the connection's loop ends).
+            requests = (0..<max(corpus.bodies.count, 1)).map { i in
+                let request = corpus.request(i, authority: connection.authority)
+                return (H2HeaderBlock(request.headerList, borrowed: true), request.body)
+            }
+        }
+        let request = requests[sendIndex % requests.count]
         sendIndex &+= 1
         outstanding += 1
-        if measured { recorder.started += 1 }
-        let start = phase.measureStartNs
-        connection.submitOnLoop(request, submitted: intended) { [self] result, timing in
-            outstanding -= 1
-            guard measured else { return }
-            let before = recorder.succeeded
-            recorder.record(result, intendedNs: intended, timing: timing, measureStartNs: start)
-            progress.add(success: recorder.succeeded > before)
-        }
+        if measured { results.recorder.started += 1 }
+        connection.submitOnLoop(block: request.block, body: request.body, submitted: intended, tag: intended, flag: measured)
     }
+
+    /// A completion of a request sent by `send` (`tag`: its intended time; `flag`: whether it is measured).
+    func streamFinished(_ state: H2StreamState, timing: H2Timing) {
+        outstanding -= 1
+        if state.flag {
+            let before = results.recorder.succeeded
+            if let failure = state.failure {
+                results.recorder.record(.failure(failure), intendedNs: state.tag, timing: timing, measureStartNs: phase.measureStartNs)
+            } else {
+                results.recorder.recordResponse(status: state.status, body: state.body, intendedNs: state.tag, timing: timing,
+                                        measureStartNs: phase.measureStartNs)
+            }
+            pendingCompleted += 1
+            if results.recorder.succeeded == before { pendingFailed += 1 }
+        }
+        if outstanding == 0 { publishProgress() }
+    }
+
+    private func publishProgress() {
+        guard pendingCompleted > 0 else { return }
+        progress.add(completed: pendingCompleted, failed: pendingFailed)
+        pendingCompleted = 0
+        pendingFailed = 0
+    }
+}
+
+/// The recorder of the connections one loop thread runs (used only on that thread until the run ends).
+final class SharedRecorder {
+    @exclusivity(unchecked) var recorder = LoadRecorder()
 }
 
 /// Counts completions across connection threads for the live progress line.
@@ -82,9 +121,13 @@ public final class ProgressCounter: @unchecked Sendable {
     public init() {}
 
     func add(success: Bool) {
+        add(completed: 1, failed: success ? 0 : 1)
+    }
+
+    func add(completed: Int, failed: Int) {
         lock.lock()
-        completed += 1
-        if !success { failed += 1 }
+        self.completed += completed
+        self.failed += failed
         lock.unlock()
     }
 

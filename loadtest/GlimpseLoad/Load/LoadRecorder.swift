@@ -9,24 +9,134 @@ public struct LoadRecorder: Sendable {
     public var latency = LoadRecorder.histogram()
     /// Latency from when the HEADERS frame actually left, i.e. what a coordinated-omission-prone tool would report.
     public var serviceTime = LoadRecorder.histogram()
-    public var serverQueue = LoadRecorder.histogram()
-    public var serverInference = LoadRecorder.histogram()
+    /// Server-reported queue and inference times (classify responses). Built on first use: most runs
+    /// (health, plain GETs) never record one, and each empty histogram is a 188 KB array to clear.
+    public var serverQueue: Histogram<UInt64> {
+        get { serverQueueStore ?? Self.histogram() }
+        set { serverQueueStore = newValue }
+        _modify {
+            if serverQueueStore == nil { serverQueueStore = Self.histogram() }
+            yield &serverQueueStore!
+        }
+    }
+    public var serverInference: Histogram<UInt64> {
+        get { serverInferenceStore ?? Self.histogram() }
+        set { serverInferenceStore = newValue }
+        _modify {
+            if serverInferenceStore == nil { serverInferenceStore = Self.histogram() }
+            yield &serverInferenceStore!
+        }
+    }
+    private var serverQueueStore: Histogram<UInt64>?
+    private var serverInferenceStore: Histogram<UInt64>?
     public var started = 0
     public var completed = 0
     public var succeeded = 0
     /// JSON-RPC calls answered plus images classified beyond the first of a call (one entry per result or error).
     public var calls = 0
     public var bytesReceived = 0
-    public var byStatus: [Int: Int] = [:]
     public var byRPCError: [String: Int] = [:]
     public var byTransportError: [String: Int] = [:]
-    public var variants: [String: Int] = [:]
-    /// Per-second latency histograms of successful requests, keyed by second since measurement start.
-    public var timeline: [Int: Histogram<UInt64>] = [:]
     /// Latest completion time (ns) of a measured request.
     public var lastCompletionNs: UInt64 = 0
     /// Reused for each response, so inspecting one allocates nothing.
     private var scratch = ResponseOutcome(status: 0)
+    /// The last body whose outcome follows from its shape alone (see `ResponseShape`).
+    private var shape = ResponseShape()
+
+    // Responses mostly repeat the previous status, variant and second: those are counted in a run beside
+    // the dictionaries (no hashing per response) and folded in when the key changes or on reading.
+    private var statusCounts: [Int: Int] = [:]
+    private var statusRun = (key: 0, count: 0)
+    private var variantCounts: [String: Int] = [:]
+    private var variantRun = (key: "", count: 0)
+    private var timelineStore: [Int: Histogram<UInt64>] = [:]
+    /// Latencies of `currentSecond` (not yet in `timelineStore`); meaningful while `currentSecond >= 0`.
+    private var currentSecond = -1
+    private var currentSecondLatency = LoadRecorder.histogram(.two)
+
+    /// Responses by HTTP status.
+    public var byStatus: [Int: Int] {
+        get {
+            var counts = statusCounts
+            if statusRun.count > 0 { counts[statusRun.key, default: 0] += statusRun.count }
+            return counts
+        }
+        set {
+            statusCounts = newValue
+            statusRun = (0, 0)
+        }
+    }
+
+    /// Per-image results by variant served ("(none)" when a result names none).
+    public var variants: [String: Int] {
+        get {
+            var counts = variantCounts
+            if variantRun.count > 0 { counts[variantRun.key, default: 0] += variantRun.count }
+            return counts
+        }
+        set {
+            variantCounts = newValue
+            variantRun = ("", 0)
+        }
+    }
+
+    /// Per-second latency histograms of successful requests, keyed by second since measurement start.
+    public var timeline: [Int: Histogram<UInt64>] {
+        get {
+            var store = timelineStore
+            if currentSecond >= 0 { Self.fold(currentSecondLatency, second: currentSecond, into: &store) }
+            return store
+        }
+        set {
+            timelineStore = newValue
+            currentSecond = -1
+        }
+    }
+
+    private static func fold(_ h: Histogram<UInt64>, second: Int, into store: inout [Int: Histogram<UInt64>]) {
+        if store[second] == nil {
+            store[second] = h
+        } else {
+            store[second]?.add(h)
+        }
+    }
+
+    private mutating func countStatus(_ status: Int) {
+        if statusRun.key == status && statusRun.count > 0 {
+            statusRun.count += 1
+        } else {
+            if statusRun.count > 0 { statusCounts[statusRun.key, default: 0] += statusRun.count }
+            statusRun = (status, 1)
+        }
+    }
+
+    private mutating func countVariant(_ variant: String?) {
+        let key = variant ?? "(none)"
+        if variantRun.count > 0 && variantRun.key == key {
+            variantRun.count += 1
+        } else {
+            if variantRun.count > 0 { variantCounts[variantRun.key, default: 0] += variantRun.count }
+            variantRun = (key, 1)
+        }
+    }
+
+    private mutating func recordTimeline(second: Int, micros: UInt64) {
+        if second != currentSecond {
+            if currentSecond >= 0 {
+                Self.fold(currentSecondLatency, second: currentSecond, into: &timelineStore)
+                currentSecondLatency = Self.histogram(.two)
+            }
+            currentSecond = second
+        }
+        _ = currentSecondLatency.record(micros)
+    }
+
+    /// Milliseconds from a response body as microseconds, clamped (no trap on absurd values).
+    private static func micros(ms: Double) -> UInt64 {
+        let ns = ms * 1e6
+        return micros(ns < 18_000_000_000_000_000_000 ? UInt64(ns) : UInt64.max)
+    }
 
     public init() {}
 
@@ -38,35 +148,53 @@ public struct LoadRecorder: Sendable {
 
     /// Records one measured request. `intendedNs` is when it should have been sent.
     public mutating func record(_ result: Result<H2Response, H2Error>, intendedNs: UInt64, timing: H2Timing, measureStartNs: UInt64) {
-        completed += 1
-        lastCompletionNs = max(lastCompletionNs, timing.completed)
         switch result {
         case .failure(let error):
+            completed += 1
+            lastCompletionNs = max(lastCompletionNs, timing.completed)
             byTransportError[error.label, default: 0] += 1
         case .success(let response):
-            bytesReceived += response.body.count
-            byStatus[response.status, default: 0] += 1
-            ResponseInspector.inspect(status: response.status, body: response.body, into: &scratch)
-            record(scratch)
-            guard scratch.isSuccess else { return }
-            succeeded += 1
-            let total = timing.completed &- min(intendedNs, timing.completed)
-            _ = latency.record(Self.micros(total))
-            if timing.headersSent > 0 {
-                _ = serviceTime.record(Self.micros(timing.completed &- min(timing.headersSent, timing.completed)))
-            }
-            let second = timing.completed > measureStartNs ? Int((timing.completed - measureStartNs) / 1_000_000_000) : 0
-            _ = timeline[second, default: Self.histogram(.two)].record(Self.micros(total))
+            recordResponse(status: response.status, body: response.body, intendedNs: intendedNs, timing: timing, measureStartNs: measureStartNs)
         }
+    }
+
+    /// Records one measured request that got a response.
+    mutating func recordResponse(status: Int, body: [UInt8], intendedNs: UInt64, timing: H2Timing, measureStartNs: UInt64) {
+        completed += 1
+        lastCompletionNs = max(lastCompletionNs, timing.completed)
+        bytesReceived += body.count
+        countStatus(status)
+        let success: Bool
+        if shape.matches(body) {
+            // Same shape as the remembered body: same results, no errors; success is the status.
+            calls += shape.outcome.results.count
+            for result in shape.outcome.results { countVariant(result.variant) }
+            success = (200..<300).contains(status)
+        } else {
+            if ResponseInspector.inspect(status: status, body: body, into: &scratch) {
+                shape.remember(body, outcome: scratch)
+            }
+            record(scratch)
+            success = scratch.isSuccess
+        }
+        guard success else { return }
+        succeeded += 1
+        let total = timing.completed &- min(intendedNs, timing.completed)
+        _ = latency.record(Self.micros(total))
+        if timing.headersSent > 0 {
+            _ = serviceTime.record(Self.micros(timing.completed &- min(timing.headersSent, timing.completed)))
+        }
+        let second = timing.completed > measureStartNs ? Int((timing.completed - measureStartNs) / 1_000_000_000) : 0
+        recordTimeline(second: second, micros: Self.micros(total))
     }
 
     mutating func record(_ outcome: ResponseOutcome) {
         calls += outcome.results.count + outcome.errors.count
         for error in outcome.errors { byRPCError[error.label, default: 0] += 1 }
         for result in outcome.results {
-            variants[result.variant ?? "(none)", default: 0] += 1
-            if let q = result.queueMs, q >= 0 { _ = serverQueue.record(Self.micros(UInt64(q * 1e6))) }
-            if let i = result.inferenceMs, i >= 0 { _ = serverInference.record(Self.micros(UInt64(i * 1e6))) }
+            countVariant(result.variant)
+            if let q = result.queueMs, q >= 0 { _ = serverQueue.record(Self.micros(ms: q)) }
+            if let i = result.inferenceMs, i >= 0 { _ = serverInference.record(Self.micros(ms: i)) }
         }
     }
 
@@ -79,8 +207,8 @@ public struct LoadRecorder: Sendable {
     public mutating func merge(_ other: LoadRecorder) {
         latency.add(other.latency)
         serviceTime.add(other.serviceTime)
-        serverQueue.add(other.serverQueue)
-        serverInference.add(other.serverInference)
+        if let h = other.serverQueueStore { serverQueue.add(h) }
+        if let h = other.serverInferenceStore { serverInference.add(h) }
         started += other.started
         completed += other.completed
         succeeded += other.succeeded
@@ -90,7 +218,9 @@ public struct LoadRecorder: Sendable {
         byRPCError.merge(other.byRPCError, uniquingKeysWith: +)
         byTransportError.merge(other.byTransportError, uniquingKeysWith: +)
         variants.merge(other.variants, uniquingKeysWith: +)
-        for (second, h) in other.timeline { timeline[second, default: Self.histogram(.two)].add(h) }
+        var store = timeline
+        for (second, h) in other.timeline { store[second, default: Self.histogram(.two)].add(h) }
+        timeline = store
         lastCompletionNs = max(lastCompletionNs, other.lastCompletionNs)
     }
 }

@@ -10,14 +10,20 @@ public enum LoadRunner {
         try config.validate()
         var connections: [H2Connection] = []
         for _ in 0..<config.connections {
-            connections.append(try H2Connection(host: config.host, port: config.port, requestTimeout: config.requestTimeout))
+            let connection = try H2Connection(host: config.host, port: config.port, requestTimeout: config.requestTimeout)
+            connection.collectsResponseHeaders = false  // the recorder reads status and body only
+            connections.append(connection)
         }
         let counter = ProgressCounter()
         let prepared = corpus.prepared(for: connections.first?.authority ?? "")
         let start = MonotonicClock.now()
         let drain = config.requestTimeout + 1
         var drivers: [LoadDriver] = []
-        for (i, connection) in connections.enumerated() {
+        // Connections share `threads` loop threads (connection i on thread i % threads); the drivers of one
+        // thread share one recorder.
+        let threads = min(config.threads, connections.count)
+        let recorders = (0..<threads).map { _ in SharedRecorder() }
+        for i in connections.indices {
             let share = config.maxRequests / config.connections + (i < config.maxRequests % config.connections ? 1 : 0)
             let phase = RunPhase(startNs: start, warmup: config.warmup, duration: config.duration,
                                  maxRequests: max(share, 0), drainTimeout: drain)
@@ -33,9 +39,14 @@ public enum LoadRunner {
                 let schedule = ArrivalSchedule(kind: .poisson, rate: rate / Double(perConnection), seed: config.seed &+ UInt64(i) &* 7919)
                 pacing = .open(schedule, maxOutstanding: config.maxOutstandingPerConnection)
             }
-            let driver = LoadDriver(phase: phase, pacing: pacing, corpus: prepared, progress: counter, firstIndex: i * 7)
+            let driver = LoadDriver(phase: phase, pacing: pacing, corpus: prepared, progress: counter, firstIndex: i * 7,
+                                    results: recorders[i % threads])
             drivers.append(driver)
-            connection.start(driver: driver, name: "glimpse-load-\(i)")
+        }
+        for t in 0..<threads {
+            let mine = Array(stride(from: t, to: connections.count, by: threads))
+            H2Connection.start(mine.map { connections[$0] }, drivers: mine.map { drivers[$0] }, sinks: mine.map { drivers[$0] },
+                               name: "glimpse-load-\(t)")
         }
         // Bounded wait: warm-up + duration + drain + slack.
         let limit = config.warmup + config.duration + drain + 5
@@ -52,10 +63,12 @@ public enum LoadRunner {
         }
         for connection in connections { connection.stop() }
         for connection in connections { _ = connection.join(timeout: 5) }
-        var merged = LoadRecorder()
+        // The first thread's recorder is the start of the merge (the same as merging it into an empty one,
+        // without building and walking more empty histograms).
+        var merged = recorders.first?.recorder ?? LoadRecorder()
+        for shared in recorders.dropFirst() { merged.merge(shared.recorder) }
         var notes: [String] = []
-        for (i, (driver, connection)) in zip(drivers, connections).enumerated() {
-            merged.merge(driver.recorder)
+        for (i, connection) in connections.enumerated() {
             if let reason = connection.closeReason, reason.detail != "client stopped" {
                 notes.append("connection \(i) ended early: \(reason.detail)")
             }

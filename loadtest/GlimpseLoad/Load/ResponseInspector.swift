@@ -37,11 +37,13 @@ public enum ResponseInspector {
     }
 
     /// Fills `outcome` (its arrays are emptied first and their storage reused), so a recorder can inspect
-    /// every response without allocating.
-    static func inspect(status: Int, body: [UInt8], into outcome: inout ResponseOutcome) {
+    /// every response without allocating. Returns whether the byte scanner read the body (or it is not
+    /// JSON), as opposed to the `JSONSerialization` fallback.
+    @discardableResult
+    static func inspect(status: Int, body: [UInt8], into outcome: inout ResponseOutcome) -> Bool {
         outcome.status = status
-        outcome.results.removeAll(keepingCapacity: true)
-        outcome.errors.removeAll(keepingCapacity: true)
+        if !outcome.results.isEmpty { outcome.results.removeAll(keepingCapacity: true) }
+        if !outcome.errors.isEmpty { outcome.errors.removeAll(keepingCapacity: true) }
         let fast: Bool = body.withUnsafeBufferPointer { bytes in
             guard let first = bytes.first(where: { $0 > 32 }), first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else {
                 return true  // not JSON: judged by status alone
@@ -53,6 +55,7 @@ public enum ResponseInspector {
             return false
         }
         if !fast { inspectWithFoundation(body: body, into: &outcome) }
+        return fast
     }
 
     /// The reference reading (any JSON `JSONSerialization` accepts).
@@ -83,282 +86,329 @@ public enum ResponseInspector {
     }
 }
 
-/// A strict, allocation-free JSON scanner for response bodies. Every method returns false ("not sure")
-/// on anything outside the plain subset it handles; the caller then falls back to `JSONSerialization`.
+/// A strict, allocation-free, single-pass JSON scanner for response bodies. Every method returns false
+/// ("not sure") on anything outside the plain subset it handles; the caller then falls back to
+/// `JSONSerialization`. It fills `outcome` as it goes; on false the caller discards what it added.
 struct FastJSONScanner {
-    private let p: UnsafeBufferPointer<UInt8>
-    private var i = 0
+    private var p: UnsafePointer<UInt8>
+    private let end: UnsafePointer<UInt8>
     private static let maxDepth = 64
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) { p = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if let base = bytes.baseAddress {
+            p = base
+            end = base + bytes.count
+        } else {
+            let empty = UnsafePointer<UInt8>(bitPattern: 1)!  // never read: p == end
+            p = empty
+            end = empty
+        }
+    }
+
+    /// The byte at the cursor, or 0 at the end (0 is never valid where a byte is looked at).
+    @inline(__always) private var byte: UInt8 { p < end ? p.pointee : 0 }
 
     // MARK: Document
 
     /// Scans the whole body (object or batch array) and fills `outcome`; false: use the fallback.
     mutating func scanDocument(into outcome: inout ResponseOutcome) -> Bool {
         skipSpace()
-        guard i < p.count else { return false }
-        if p[i] == UInt8(ascii: "{") {
+        switch byte {
+        case UInt8(ascii: "{"):
             guard call(into: &outcome, depth: 1) else { return false }
-        } else if p[i] == UInt8(ascii: "[") {
-            i += 1
+        case UInt8(ascii: "["):
+            p += 1
             skipSpace()
-            guard i < p.count else { return false }
-            if p[i] == UInt8(ascii: "]") {
-                i += 1
+            if byte == UInt8(ascii: "]") {
+                p += 1
             } else {
                 while true {
                     skipSpace()
-                    guard i < p.count else { return false }
-                    if p[i] == UInt8(ascii: "{") {
+                    if byte == UInt8(ascii: "{") {
                         guard call(into: &outcome, depth: 2) else { return false }
                     } else {
                         guard skipValue(depth: 1) else { return false }
                     }
-                    guard let end = endOfElement(close: UInt8(ascii: "]")) else { return false }
-                    if end { break }
+                    guard let last = endOfElement(close: UInt8(ascii: "]")) else { return false }
+                    if last { break }
                 }
             }
-        } else {
+        default:
             return false
         }
         skipSpace()
-        return i == p.count
+        return p == end
     }
 
-    /// One JSON-RPC response object (at `{`).
+    /// One JSON-RPC response object (at `{`): an `error` object wins over `result`, wherever they stand.
     private mutating func call(into outcome: inout ResponseOutcome, depth: Int) -> Bool {
-        var error = -1, result = -1
-        let ok = members(depth: depth) { key, at in
-            if Self.equals(key, "error") {
-                guard error < 0 else { return false }
-                error = at
-            } else if Self.equals(key, "result") {
-                guard result < 0 else { return false }
-                result = at
-            }
-            return true
-        }
-        guard ok else { return false }
-        let resume = i
-        defer { i = resume }
-        if error >= 0 && p[error] == UInt8(ascii: "{") {
-            i = error
-            return callError(into: &outcome, depth: depth + 1)
-        }
-        guard result >= 0 else { return true }
-        i = result
-        switch p[result] {
-        case UInt8(ascii: "["):
-            return imageArray(into: &outcome, depth: depth + 1)
-        case UInt8(ascii: "{"):
-            var results = -1
-            let ok = members(depth: depth + 1) { key, at in
-                if Self.equals(key, "results") {
-                    guard results < 0 else { return false }
-                    results = at
+        guard depth <= Self.maxDepth else { return false }
+        let mark = outcome.results.count
+        var seen: UInt8 = 0
+        var error: ResponseOutcome.CallError?
+        p += 1
+        guard firstMember() else { return false }
+        if byte != UInt8(ascii: "}") {
+            while true {
+                guard let (key, n) = memberKey() else { return false }
+                if Self.keyIs(key, n, "error") {
+                    guard seen & 1 == 0 else { return false }
+                    seen |= 1
+                    if byte == UInt8(ascii: "{") {
+                        var code = 0
+                        var reason: String?
+                        guard callError(code: &code, reason: &reason, depth: depth + 1) else { return false }
+                        error = .init(code: code, reason: reason)
+                    } else {
+                        guard skipValue(depth: depth) else { return false }
+                    }
+                } else if Self.keyIs(key, n, "result") {
+                    guard seen & 2 == 0 else { return false }
+                    seen |= 2
+                    switch byte {
+                    case UInt8(ascii: "["):
+                        guard images(into: &outcome, depth: depth + 1) else { return false }
+                    case UInt8(ascii: "{"):
+                        guard image(into: &outcome, depth: depth + 1, lookForResults: true) else { return false }
+                    default:
+                        guard skipValue(depth: depth) else { return false }  // a scalar result: no per-image entries
+                    }
+                } else {
+                    guard skipValue(depth: depth) else { return false }
                 }
-                return true
+                guard let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+                if last { break }
             }
-            guard ok else { return false }
-            if results >= 0 && p[results] == UInt8(ascii: "[") {
-                i = results
-                return imageArray(into: &outcome, depth: depth + 2)
-            }
-            i = result
-            return image(into: &outcome, depth: depth + 1)
-        default:
-            return true  // a scalar result: no per-image entries
+        } else {
+            p += 1
         }
+        if let error {
+            outcome.results.removeSubrange(mark...)
+            outcome.errors.append(error)
+        }
+        return true
     }
 
     /// `"error": {"code": ..., "data": {"reason": ...}}` (at `{`).
-    private mutating func callError(into outcome: inout ResponseOutcome, depth: Int) -> Bool {
-        var code = -1, data = -1
-        let ok = members(depth: depth) { key, at in
-            if Self.equals(key, "code") {
-                guard code < 0 else { return false }
-                code = at
-            } else if Self.equals(key, "data") {
-                guard data < 0 else { return false }
-                data = at
-            }
-            return true
-        }
-        guard ok else { return false }
-        var value = 0
-        if code >= 0 {
-            i = code
-            switch number() {
-            case .integer(let v): value = v
-            case .decimal, .invalid: return false
-            case .none: break
-            }
-        }
-        var reason: String?
-        if data >= 0 && p[data] == UInt8(ascii: "{") {
-            i = data
-            var at = -1
-            let ok = members(depth: depth + 1) { key, position in
-                if Self.equals(key, "reason") {
-                    guard at < 0 else { return false }
-                    at = position
-                }
-                return true
-            }
-            guard ok else { return false }
-            if at >= 0 && p[at] == UInt8(ascii: "\"") {
-                i = at
-                guard let range = string() else { return false }
-                reason = text(range)
-            }
-        }
-        outcome.errors.append(.init(code: value, reason: reason))
-        return true
-    }
-
-    /// An array of per-image results (at `[`); only its objects count.
-    private mutating func imageArray(into outcome: inout ResponseOutcome, depth: Int) -> Bool {
-        i += 1
-        skipSpace()
-        guard i < p.count else { return false }
-        if p[i] == UInt8(ascii: "]") { i += 1; return true }
+    private mutating func callError(code: inout Int, reason: inout String?, depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        var seen: UInt8 = 0
+        p += 1
+        guard firstMember() else { return false }
+        if byte == UInt8(ascii: "}") { p += 1; return true }
         while true {
-            skipSpace()
-            guard i < p.count else { return false }
-            if p[i] == UInt8(ascii: "{") {
-                guard image(into: &outcome, depth: depth + 1) else { return false }
+            guard let (key, n) = memberKey() else { return false }
+            if Self.keyIs(key, n, "code") {
+                guard seen & 1 == 0 else { return false }
+                seen |= 1
+                switch numberValue() {
+                case .integer(let v): code = v
+                case .notNumber: guard skipValue(depth: depth) else { return false }
+                case .decimal, .unsure: return false
+                }
+            } else if Self.keyIs(key, n, "data") {
+                guard seen & 2 == 0 else { return false }
+                seen |= 2
+                if byte == UInt8(ascii: "{") {
+                    guard errorData(reason: &reason, depth: depth + 1) else { return false }
+                } else {
+                    guard skipValue(depth: depth) else { return false }
+                }
             } else {
                 guard skipValue(depth: depth) else { return false }
             }
-            guard let end = endOfElement(close: UInt8(ascii: "]")) else { return false }
-            if end { return true }
+            guard let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+            if last { return true }
         }
     }
 
-    /// One per-image result object (at `{`).
-    private mutating func image(into outcome: inout ResponseOutcome, depth: Int) -> Bool {
-        var variant = -1, timing = -1, batch = -1
-        let ok = members(depth: depth) { key, at in
-            if Self.equals(key, "variant") {
-                guard variant < 0 else { return false }
-                variant = at
-            } else if Self.equals(key, "timing_ms") {
-                guard timing < 0 else { return false }
-                timing = at
-            } else if Self.equals(key, "batch_size") {
-                guard batch < 0 else { return false }
-                batch = at
+    /// `"data": {"reason": "..."}` (at `{`).
+    private mutating func errorData(reason: inout String?, depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        var seen = false
+        p += 1
+        guard firstMember() else { return false }
+        if byte == UInt8(ascii: "}") { p += 1; return true }
+        while true {
+            guard let (key, n) = memberKey() else { return false }
+            if Self.keyIs(key, n, "reason") {
+                guard !seen else { return false }
+                seen = true
+                if byte == UInt8(ascii: "\"") {
+                    guard let (start, count) = string() else { return false }
+                    reason = String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+                } else {
+                    guard skipValue(depth: depth) else { return false }
+                }
+            } else {
+                guard skipValue(depth: depth) else { return false }
             }
-            return true
+            guard let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+            if last { return true }
         }
-        guard ok else { return false }
-        let resume = i
-        defer { i = resume }
+    }
+
+    /// An array of per-image results (at `[`); only its objects count.
+    private mutating func images(into outcome: inout ResponseOutcome, depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        p += 1
+        skipSpace()
+        if byte == UInt8(ascii: "]") { p += 1; return true }
+        while true {
+            skipSpace()
+            if byte == UInt8(ascii: "{") {
+                guard image(into: &outcome, depth: depth + 1, lookForResults: false) else { return false }
+            } else {
+                guard skipValue(depth: depth) else { return false }
+            }
+            guard let last = endOfElement(close: UInt8(ascii: "]")) else { return false }
+            if last { return true }
+        }
+    }
+
+    /// One per-image result object (at `{`). With `lookForResults` (a call's `result` object), an array
+    /// under `results` holds the per-image entries instead of the object itself.
+    private mutating func image(into outcome: inout ResponseOutcome, depth: Int, lookForResults: Bool) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
         var entry = ResponseOutcome.CallResult()
-        if variant >= 0 && p[variant] == UInt8(ascii: "\"") {
-            i = variant
-            guard let range = string() else { return false }
-            entry.variant = text(range)
-        }
-        if timing >= 0 && p[timing] == UInt8(ascii: "{") {
-            i = timing
-            var queue = -1, inference = -1
-            let ok = members(depth: depth + 1) { key, at in
-                if Self.equals(key, "queue") {
-                    guard queue < 0 else { return false }
-                    queue = at
-                } else if Self.equals(key, "inference") {
-                    guard inference < 0 else { return false }
-                    inference = at
+        var seen: UInt8 = 0
+        var perImage: (at: Int, count: Int)?
+        p += 1
+        guard firstMember() else { return false }
+        if byte != UInt8(ascii: "}") {
+            while true {
+                guard let (key, n) = memberKey() else { return false }
+                if Self.keyIs(key, n, "variant") {
+                    guard seen & 1 == 0 else { return false }
+                    seen |= 1
+                    if byte == UInt8(ascii: "\"") {
+                        guard let (start, count) = string() else { return false }
+                        entry.variant = String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+                    } else {
+                        guard skipValue(depth: depth) else { return false }
+                    }
+                } else if Self.keyIs(key, n, "timing_ms") {
+                    guard seen & 2 == 0 else { return false }
+                    seen |= 2
+                    if byte == UInt8(ascii: "{") {
+                        guard timing(queue: &entry.queueMs, inference: &entry.inferenceMs, depth: depth + 1) else { return false }
+                    } else {
+                        guard skipValue(depth: depth) else { return false }
+                    }
+                } else if Self.keyIs(key, n, "batch_size") {
+                    guard seen & 4 == 0 else { return false }
+                    seen |= 4
+                    switch numberValue() {
+                    case .integer(let v): entry.batchSize = v
+                    case .notNumber: guard skipValue(depth: depth) else { return false }
+                    case .decimal, .unsure: return false
+                    }
+                } else if lookForResults && Self.keyIs(key, n, "results") {
+                    guard seen & 8 == 0 else { return false }
+                    seen |= 8
+                    if byte == UInt8(ascii: "[") {
+                        let at = outcome.results.count
+                        guard images(into: &outcome, depth: depth + 1) else { return false }
+                        perImage = (at, outcome.results.count - at)
+                    } else {
+                        guard skipValue(depth: depth) else { return false }
+                    }
+                } else {
+                    guard skipValue(depth: depth) else { return false }
                 }
-                return true
+                guard let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+                if last { break }
             }
-            guard ok else { return false }
-            if queue >= 0 {
-                i = queue
-                switch number() {
-                case .integer(let v): entry.queueMs = Double(v)
-                case .decimal(let d): entry.queueMs = d
-                case .invalid: return false
-                case .none: break
-                }
-            }
-            if inference >= 0 {
-                i = inference
-                switch number() {
-                case .integer(let v): entry.inferenceMs = Double(v)
-                case .decimal(let d): entry.inferenceMs = d
-                case .invalid: return false
-                case .none: break
-                }
-            }
+        } else {
+            p += 1
         }
-        if batch >= 0 {
-            i = batch
-            switch number() {
-            case .integer(let v): entry.batchSize = v
-            case .decimal, .invalid: return false
-            case .none: break
-            }
-        }
-        outcome.results.append(entry)
+        if perImage == nil { outcome.results.append(entry) }
         return true
+    }
+
+    /// `"timing_ms": {"queue": ..., "inference": ...}` (at `{`).
+    private mutating func timing(queue: inout Double?, inference: inout Double?, depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        var seen: UInt8 = 0
+        p += 1
+        guard firstMember() else { return false }
+        if byte == UInt8(ascii: "}") { p += 1; return true }
+        while true {
+            guard let (key, n) = memberKey() else { return false }
+            let bit: UInt8 = Self.keyIs(key, n, "queue") ? 1 : (Self.keyIs(key, n, "inference") ? 2 : 0)
+            if bit != 0 {
+                guard seen & bit == 0 else { return false }
+                seen |= bit
+                let value: Double?
+                switch numberValue() {
+                case .integer(let v): value = Double(v)
+                case .decimal(let d): value = d
+                case .notNumber:
+                    guard skipValue(depth: depth) else { return false }
+                    value = nil
+                case .unsure: return false
+                }
+                if bit == 1 { queue = value } else { inference = value }
+            } else {
+                guard skipValue(depth: depth) else { return false }
+            }
+            guard let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+            if last { return true }
+        }
     }
 
     // MARK: Structure
 
-    /// Walks the members of the object at `{`, calling `visit(key, valueOffset)` for each before skipping
-    /// its value; leaves `i` after the closing `}`.
-    private mutating func members(depth: Int, _ visit: (UnsafeBufferPointer<UInt8>, Int) -> Bool) -> Bool {
-        guard depth <= Self.maxDepth else { return false }
-        i += 1
+    /// After `{`: skips space; true if a key or `}` follows.
+    @inline(__always) private mutating func firstMember() -> Bool {
         skipSpace()
-        guard i < p.count else { return false }
-        if p[i] == UInt8(ascii: "}") { i += 1; return true }
-        while true {
-            skipSpace()
-            guard i < p.count, p[i] == UInt8(ascii: "\""), let key = string() else { return false }
-            skipSpace()
-            guard i < p.count, p[i] == UInt8(ascii: ":") else { return false }
-            i += 1
-            skipSpace()
-            guard i < p.count else { return false }
-            guard visit(UnsafeBufferPointer(rebasing: p[key]), i) else { return false }
-            guard skipValue(depth: depth) else { return false }
-            guard let end = endOfElement(close: UInt8(ascii: "}")) else { return false }
-            if end { return true }
-        }
+        let c = byte
+        return c == UInt8(ascii: "\"") || c == UInt8(ascii: "}")
+    }
+
+    /// At a member (after `{` or `,` and space): reads `"key" :` and the space after; returns the key's bytes.
+    @inline(__always) private mutating func memberKey() -> (UnsafePointer<UInt8>, Int)? {
+        skipSpace()
+        guard byte == UInt8(ascii: "\""), let key = string() else { return nil }
+        skipSpace()
+        guard byte == UInt8(ascii: ":") else { return nil }
+        p += 1
+        skipSpace()
+        return key
     }
 
     /// After an element: `,` (false) or the closing bracket (true); nil on anything else.
-    private mutating func endOfElement(close: UInt8) -> Bool? {
+    @inline(__always) private mutating func endOfElement(close: UInt8) -> Bool? {
         skipSpace()
-        guard i < p.count else { return nil }
-        if p[i] == UInt8(ascii: ",") { i += 1; return false }
-        if p[i] == close { i += 1; return true }
+        let c = byte
+        if c == UInt8(ascii: ",") { p += 1; return false }
+        if c == close { p += 1; return true }
         return nil
     }
 
-    /// Skips (and checks) one value at `i`.
+    /// Skips (and checks) one value at the cursor.
     private mutating func skipValue(depth: Int) -> Bool {
-        guard i < p.count else { return false }
-        switch p[i] {
+        switch byte {
         case UInt8(ascii: "\""):
             return string() != nil
         case UInt8(ascii: "{"):
-            return members(depth: depth + 1) { _, _ in true }
+            guard depth < Self.maxDepth else { return false }
+            p += 1
+            guard firstMember() else { return false }
+            if byte == UInt8(ascii: "}") { p += 1; return true }
+            while true {
+                guard memberKey() != nil, skipValue(depth: depth + 1), let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+                if last { return true }
+            }
         case UInt8(ascii: "["):
             guard depth < Self.maxDepth else { return false }
-            i += 1
+            p += 1
             skipSpace()
-            guard i < p.count else { return false }
-            if p[i] == UInt8(ascii: "]") { i += 1; return true }
+            if byte == UInt8(ascii: "]") { p += 1; return true }
             while true {
                 skipSpace()
-                guard skipValue(depth: depth + 1) else { return false }
-                guard let end = endOfElement(close: UInt8(ascii: "]")) else { return false }
-                if end { return true }
+                guard skipValue(depth: depth + 1), let last = endOfElement(close: UInt8(ascii: "]")) else { return false }
+                if last { return true }
             }
         case UInt8(ascii: "t"):
             return literal("true")
@@ -373,110 +423,241 @@ struct FastJSONScanner {
 
     private mutating func literal(_ word: StaticString) -> Bool {
         let n = word.utf8CodeUnitCount
-        guard p.count - i >= n else { return false }
-        let w = word.utf8Start
-        for k in 0..<n where p[i + k] != w[k] { return false }
-        i += n
+        guard end - p >= n, memcmp(p, word.utf8Start, n) == 0 else { return false }
+        p += n
         return true
     }
 
-    /// A string at `"` with only printable ASCII and no escapes; returns the content's range.
-    private mutating func string() -> Range<Int>? {
-        i += 1
-        let start = i
-        while i < p.count {
-            let c = p[i]
-            if c == UInt8(ascii: "\"") {
-                i += 1
-                return start..<(i - 1)
+    /// A string at `"` with only printable ASCII and no escapes; returns its content.
+    @inline(__always) private mutating func string() -> (UnsafePointer<UInt8>, Int)? {
+        p += 1
+        let start = p
+        // Eight bytes at a time up to the first byte that ends the plain run: a quote, a backslash, a
+        // control byte or a non-ASCII byte (the lowest flagged byte of these masks is always a real one).
+        while end - p >= 8 {
+            let w = UnsafeRawPointer(p).loadUnaligned(as: UInt64.self)
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            let q = w ^ (ones &* 0x22), b = w ^ (ones &* 0x5C)
+            let stop = ((q &- ones) & ~q) | ((b &- ones) & ~b) | ((w &- ones &* 0x20) & ~w) | w
+            let flagged = stop & highs
+            if flagged != 0 {
+                p += flagged.trailingZeroBitCount >> 3
+                break
             }
-            if c == UInt8(ascii: "\\") || c < 0x20 || c >= 0x80 { return nil }
-            i += 1
+            p += 8
+        }
+        while p < end {
+            let c = p.pointee
+            // One compare for "below 0x20 or from 0x80 on" (wrapping), then the quote and the backslash.
+            if c &- 0x20 >= 0x60 || c == UInt8(ascii: "\\") { return nil }
+            if c == UInt8(ascii: "\"") {
+                let count = p - start
+                p += 1
+                return (start, count)
+            }
+            p += 1
         }
         return nil
     }
 
-    private func text(_ range: Range<Int>) -> String {
-        String(decoding: UnsafeBufferPointer(rebasing: p[range]), as: UTF8.self)
+    @inline(__always) private static func keyIs(_ key: UnsafePointer<UInt8>, _ n: Int, _ name: StaticString) -> Bool {
+        guard n == name.utf8CodeUnitCount else { return false }
+        let w = name.utf8Start
+        for k in 0..<n where key[k] != w[k] { return false }
+        return true
     }
 
     // MARK: Numbers
 
     /// A strict JSON number without exponent, at most 17 characters (so `JSONSerialization` reads it as
-    /// an exact `Int64`/`UInt64` or as `Double(text)`). Returns its range and whether it has a fraction.
-    private mutating func numberSpan() -> (Range<Int>, Bool)? {
-        let start = i
-        if i < p.count && p[i] == UInt8(ascii: "-") { i += 1 }
-        guard i < p.count, Self.isDigit(p[i]) else { return nil }
-        if p[i] == UInt8(ascii: "0") {
-            i += 1
-        } else {
-            while i < p.count && Self.isDigit(p[i]) { i += 1 }
+    /// an exact `Int64`/`UInt64` or as `Double(text)`). Returns its start and whether it has a fraction.
+    private mutating func numberSpan() -> (UnsafePointer<UInt8>, Bool)? {
+        let start = p
+        if byte == UInt8(ascii: "-") { p += 1 }
+        let first = byte
+        guard Self.isDigit(first) else { return nil }
+        p += 1
+        if first != UInt8(ascii: "0") {
+            while Self.isDigit(byte) { p += 1 }
         }
         var fraction = false
-        if i < p.count && p[i] == UInt8(ascii: ".") {
-            i += 1
-            guard i < p.count, Self.isDigit(p[i]) else { return nil }
-            while i < p.count && Self.isDigit(p[i]) { i += 1 }
+        if byte == UInt8(ascii: ".") {
+            p += 1
+            guard Self.isDigit(byte) else { return nil }
+            while Self.isDigit(byte) { p += 1 }
             fraction = true
         }
-        if i < p.count && (p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E")) { return nil }
-        guard i - start <= 17 else { return nil }
-        return (start..<i, fraction)
+        let c = byte
+        if c == UInt8(ascii: "e") || c == UInt8(ascii: "E") { return nil }
+        guard p - start <= 17 else { return nil }
+        return (start, fraction)
     }
 
-    enum Number { case none, integer(Int), decimal(Double), invalid }
+    enum Number { case notNumber, integer(Int), decimal(Double), unsure }
 
-    /// The value at `i` as `NSNumber` would give it: `.none` for a string, object, array or null (not a
-    /// number); `.invalid` when unsure (booleans, malformed).
-    private mutating func number() -> Number {
-        guard i < p.count else { return .invalid }
-        let c = p[i]
+    /// The value at the cursor as `NSNumber` would give it, consuming it if it is a number: `.notNumber`
+    /// for a string, object, array or null (not consumed); `.unsure` for booleans or malformed numbers.
+    private mutating func numberValue() -> Number {
+        let c = byte
         guard c == UInt8(ascii: "-") || Self.isDigit(c) else {
-            return c == UInt8(ascii: "t") || c == UInt8(ascii: "f") ? .invalid : .none
+            return c == UInt8(ascii: "t") || c == UInt8(ascii: "f") ? .unsure : .notNumber
         }
-        guard let (range, fraction) = numberSpan() else { return .invalid }
+        guard let (start, fraction) = numberSpan() else { return .unsure }
+        var q = start
         var negative = false
+        if q.pointee == UInt8(ascii: "-") { negative = true; q += 1 }
         var mantissa: Int64 = 0
         var scale = 0
-        for k in range {
-            let d = p[k]
-            if d == UInt8(ascii: "-") { negative = true; continue }
-            if d == UInt8(ascii: ".") { scale = range.upperBound - k - 1; continue }
-            mantissa = mantissa &* 10 &+ Int64(d &- 48)  // at most 16 digits: no overflow
+        while q < p {
+            let d = q.pointee
+            if d == UInt8(ascii: ".") {
+                scale = p - q - 1
+            } else {
+                mantissa = mantissa &* 10 &+ Int64(d &- 48)  // at most 17 digits: no overflow
+            }
+            q += 1
         }
         if !fraction { return .integer(Int(negative ? -mantissa : mantissa)) }
-        // Exact fast path (Clinger): mantissa < 2^53 and a power of ten that is exact in a Double.
+        // Exact fast path (Clinger): mantissa below 2^53 and a power of ten that is exact in a Double.
         if mantissa < (1 << 53) && scale <= 22 {
-            let value = Double(mantissa) / Self.powersOfTen[scale]
+            let value = Double(mantissa) / Self.powerOfTen(scale)
             return .decimal(negative ? -value : value)
         }
-        let parsed = Double(String(decoding: UnsafeBufferPointer(rebasing: p[range]), as: UTF8.self))
-        return parsed.map { .decimal($0) } ?? .invalid
+        let parsed = Double(String(decoding: UnsafeBufferPointer(start: start, count: p - start), as: UTF8.self))
+        return parsed.map { .decimal($0) } ?? .unsure
     }
 
-    /// 1e0 ... 1e22, each exact (built by multiplying exact values).
-    private static let powersOfTen: [Double] = {
-        var table: [Double] = [1]
-        for _ in 1...22 { table.append(table[table.count - 1] * 10) }
-        return table
-    }()
+    /// 10^k for k in 0...22, each exact in a Double.
+    @inline(__always) private static func powerOfTen(_ k: Int) -> Double {
+        var value = 1.0
+        var base = 10.0
+        var e = k
+        while e > 0 {  // exact: every intermediate power of ten up to 1e22 is a Double
+            if e & 1 == 1 { value *= base }
+            base *= base
+            e >>= 1
+        }
+        return value
+    }
 
-    @inline(__always) private static func isDigit(_ c: UInt8) -> Bool { c >= 48 && c <= 57 }
+    @inline(__always) private static func isDigit(_ c: UInt8) -> Bool { c &- 48 < 10 }
 
     @inline(__always) private mutating func skipSpace() {
-        while i < p.count {
-            let c = p[i]
+        while p < end {
+            let c = p.pointee
             guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
-            i += 1
+            p += 1
+        }
+    }
+}
+
+/// The last plain body whose outcome depends on nothing but its shape (no errors, no numeric fields read),
+/// e.g. `health` answers that differ only in `uptime_s`. A body equal to it except for the values of
+/// numbers outside strings (each still a plain JSON number) has the same outcome, which a word-by-word
+/// comparison finds in a fraction of a full scan.
+struct ResponseShape {
+    private var bytes: [UInt8] = []
+    /// Per byte of `bytes`: 2 in a number outside strings, 1 in a string (quotes included), 0 otherwise.
+    private var classes: [UInt8] = []
+    private(set) var outcome = ResponseOutcome(status: 0)
+    private(set) var isSet = false
+
+    static let maxBytes = 2048
+
+    /// Remembers `body` (read by the byte scanner into `outcome`) if its outcome depends on its shape only.
+    mutating func remember(_ body: [UInt8], outcome: ResponseOutcome) {
+        isSet = false
+        guard body.count <= Self.maxBytes, outcome.errors.isEmpty,
+              outcome.results.allSatisfy({ $0.queueMs == nil && $0.inferenceMs == nil && $0.batchSize == nil }) else { return }
+        bytes = body
+        classes.removeAll(keepingCapacity: true)
+        var inString = false
+        for c in body {
+            if c == UInt8(ascii: "\\") { return }  // never in a body the scanner read; be safe
+            if c == UInt8(ascii: "\"") {
+                inString.toggle()
+                classes.append(1)
+            } else if inString {
+                classes.append(1)
+            } else {
+                classes.append(Self.isNumberByte(c) ? 2 : 0)
+            }
+        }
+        guard !inString else { return }
+        self.outcome = outcome
+        isSet = true
+    }
+
+    /// Whether `body` has the remembered shape.
+    func matches(_ body: [UInt8]) -> Bool {
+        guard isSet else { return false }
+        return body.withUnsafeBufferPointer { new in
+            bytes.withUnsafeBufferPointer { old in
+                classes.withUnsafeBufferPointer { cls in Self.matches(new, old, cls) }
+            }
         }
     }
 
-    @inline(__always) private static func equals(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
-        let n = name.utf8CodeUnitCount
-        guard key.count == n else { return false }
-        let w = name.utf8Start
-        for k in 0..<n where key[k] != w[k] { return false }
-        return true
+    private static func matches(_ new: UnsafeBufferPointer<UInt8>, _ old: UnsafeBufferPointer<UInt8>, _ cls: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let a = new.baseAddress, let b = old.baseAddress else { return false }
+        let n = new.count, m = old.count
+        var i = 0, j = 0
+        while true {
+            // Equal stretches a word at a time, then byte by byte.
+            while i + 8 <= n && j + 8 <= m {
+                let x = UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self)
+                let y = UnsafeRawPointer(b + j).loadUnaligned(as: UInt64.self)
+                if x != y {
+                    let d = (x ^ y).trailingZeroBitCount >> 3
+                    i += d
+                    j += d
+                    break
+                }
+                i += 8
+                j += 8
+            }
+            while i < n && j < m && a[i] == b[j] {
+                i += 1
+                j += 1
+            }
+            if i == n && j == m { return true }
+            if i == n || j == m { return false }  // a body ends with a bracket or space, never in a number
+            // A difference: only inside, or just after, a number outside strings.
+            guard cls[j] == 2 || (j > 0 && cls[j - 1] == 2) else { return false }
+            var back = 0
+            while j - back > 0 && cls[j - back - 1] == 2 { back += 1 }
+            let oldStart = j - back, newStart = i - back
+            var oldEnd = oldStart
+            while oldEnd < m && cls[oldEnd] == 2 { oldEnd += 1 }
+            var newEnd = newStart
+            while newEnd < n && (isNumberByte(a[newEnd]) || a[newEnd] == UInt8(ascii: "e") || a[newEnd] == UInt8(ascii: "E")
+                                 || a[newEnd] == UInt8(ascii: "+")) { newEnd += 1 }
+            guard oldEnd > oldStart, isPlainNumber(a + newStart, newEnd - newStart) else { return false }
+            i = newEnd
+            j = oldEnd
+        }
+    }
+
+    @inline(__always) private static func isNumberByte(_ c: UInt8) -> Bool {
+        c &- 48 < 10 || c == UInt8(ascii: "-") || c == UInt8(ascii: ".")
+    }
+
+    /// A strict JSON number without exponent, at most 17 characters (what the byte scanner accepts).
+    private static func isPlainNumber(_ p: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        guard count > 0, count <= 17 else { return false }
+        var k = 0
+        if p[0] == UInt8(ascii: "-") { k = 1 }
+        guard k < count, p[k] &- 48 < 10 else { return false }
+        if p[k] == UInt8(ascii: "0") {
+            k += 1
+        } else {
+            while k < count && p[k] &- 48 < 10 { k += 1 }
+        }
+        if k < count && p[k] == UInt8(ascii: ".") {
+            k += 1
+            guard k < count, p[k] &- 48 < 10 else { return false }
+            while k < count && p[k] &- 48 < 10 { k += 1 }
+        }
+        return k == count
     }
 }

@@ -25,12 +25,60 @@ public struct LatencySummary: Codable, Equatable, Sendable {
         func ms(_ v: UInt64) -> Double { Double(v) / 1000 }
         count = h.totalCount
         guard h.totalCount > 0 else { mean = 0; p50 = 0; p90 = 0; p99 = 0; p999 = 0; max = 0; return }
-        mean = h.mean / 1000
-        p50 = ms(h.valueAtPercentile(50))
-        p90 = ms(h.valueAtPercentile(90))
-        p99 = ms(h.valueAtPercentile(99))
-        p999 = ms(h.valueAtPercentile(99.9))
+        let stats = HistogramStats(h, percentiles: [50, 90, 99, 99.9])
+        mean = stats.mean / 1000
+        p50 = ms(stats.values[0])
+        p90 = ms(stats.values[1])
+        p99 = ms(stats.values[2])
+        p999 = ms(stats.values[3])
         max = ms(h.max)
+    }
+}
+
+/// `Histogram.mean` and `Histogram.valueAtPercentile(_:)` for several percentiles in one pass, with the
+/// same arithmetic in the same order (so the same results). The library's own versions are not
+/// inlinable, so each walks the histogram through unspecialized generic code, which costs a
+/// report of one run milliseconds of CPU; its iterator is inlinable, so this walk is specialized.
+struct HistogramStats {
+    var mean: Double = 0
+    var values: [UInt64]
+
+    init(_ h: Histogram<UInt64>, percentiles: [Double]) {
+        let total = h.totalCount
+        values = Array(repeating: 0, count: percentiles.count)
+        guard total > 0 else { return }
+        // As in valueAtPercentile: 0 is the minimum, 100 and above the maximum recorded, otherwise the
+        // first value whose cumulative count reaches the percentile's count.
+        var thresholds = Array(repeating: UInt64.max, count: percentiles.count)
+        var pending = 0
+        let lowest = h.min
+        for (i, percentile) in percentiles.enumerated() {
+            if percentile == 0.0 {
+                values[i] = lowest
+            } else if percentile >= 100.0 {
+                values[i] = h.maxRecorded
+            } else {
+                let requested = Swift.min(Swift.max(percentile.nextDown, 0.0), 100.0)
+                let fpCount = (requested * Double(total)) / 100.0
+                thresholds[i] = Swift.max(1, UInt64(fpCount.rounded(.up)))
+                pending += 1
+            }
+        }
+        let highest = h.maxRecorded
+        var totalValue: Double = 0
+        for iv in h.recordedValues() {
+            // medianEquivalentForValue, spelled out from its inlinable parts.
+            let median = h.lowestEquivalentForValue(iv.value) + (h.sizeOfEquivalentRangeForValue(iv.value) >> 1)
+            totalValue += Double(median) * Double(iv.count)
+            if pending > 0 {
+                for i in thresholds.indices where thresholds[i] != .max && iv.totalCountToThisValue >= thresholds[i] {
+                    values[i] = Swift.max(Swift.min(iv.value, highest), lowest)
+                    thresholds[i] = .max
+                    pending -= 1
+                }
+            }
+        }
+        mean = totalValue / Double(total)
     }
 }
 
@@ -93,8 +141,9 @@ public struct RunResult: Codable, Equatable, Sendable {
         variants = r.variants
         timeline = r.timeline.keys.sorted().compactMap { second in
             guard let h = r.timeline[second] else { return nil }
-            return TimelinePoint(second: second, count: h.totalCount, p50: Double(h.valueAtPercentile(50)) / 1000,
-                                 p99: Double(h.valueAtPercentile(99)) / 1000, max: Double(h.max) / 1000)
+            let stats = HistogramStats(h, percentiles: [50, 99])
+            return TimelinePoint(second: second, count: h.totalCount, p50: Double(stats.values[0]) / 1000,
+                                 p99: Double(stats.values[1]) / 1000, max: Double(h.max) / 1000)
         }
     }
 }
