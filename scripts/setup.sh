@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what Glimpse builds against (Debian -dev packages); with --test, also the real peers the
-# tests use: curl, nghttp and h2load (nghttp2-client), promtool and prometheus.
+# tests use: curl, nghttp and h2load (nghttp2-client), nghttpd (nghttp2-server), promtool and
+# prometheus, headless chromium (status page), openssl (test certificates).
 set -euo pipefail
-need=(libturbojpeg0-dev libspng-dev libnghttp2-dev pkg-config)
+need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
-  need+=(curl nghttp2-client nghttp2-server prometheus)
+  need+=(curl nghttp2-client nghttp2-server prometheus chromium openssl)
 fi
 missing=()
 for p in "${need[@]}"; do

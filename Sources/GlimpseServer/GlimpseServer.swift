@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdHTTP2
 import Logging
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 
 /// Builds the Hummingbird application that serves Glimpse.
@@ -19,27 +20,59 @@ public enum GlimpseServer {
         metricsText: (@Sendable () -> [UInt8])? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         logger: Logger = Logger(label: "glimpse.server")
-    ) -> some ApplicationProtocol {
+    ) throws -> some ApplicationProtocol {
+        try configuration.http2.validate()
+        var tls: NIOSSLContext?
+        if let files = configuration.tls {
+            tls = try makeTLSContext(files)
+        }
         let router = Router()
         Routes.add(to: router, configuration: configuration, service: service, dispatcher: dispatcher,
                    state: state, metricsText: metricsText)
+        let timeouts = ConnectionTimeouts(header: .nanoseconds(Int64(configuration.headerTimeoutSeconds * 1e9)),
+                                          idle: .nanoseconds(Int64(configuration.idleTimeoutSeconds * 1e9)),
+                                          gracefulClose: .nanoseconds(Int64(configuration.gracefulCloseTimeoutSeconds * 1e9)))
         return Application(
             router: router,
-            server: .cleartextHTTP1AndHTTP2(
-                http1: .init(idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds))),
-                http2: .init(idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)), gracefulCloseTimeout: .seconds(10))),
+            server: .glimpse(http2: configuration.http2, tls: tls, timeouts: timeouts),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "glimpse"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )
     }
 
+    /// A server TLS context offering ALPN h2 then http/1.1. Errors name the file, never key material.
+    static func makeTLSContext(_ files: TLSFiles) throws -> NIOSSLContext {
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(files.certificateChain)
+        } catch {
+            throw ConfigurationError("cannot read a PEM certificate chain from \(files.certificateChain): \(error)")
+        }
+        guard !chain.isEmpty else { throw ConfigurationError("no certificate in \(files.certificateChain)") }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: files.privateKey, format: .pem)
+        } catch {
+            throw ConfigurationError("cannot read a PEM private key from \(files.privateKey): \(error)")
+        }
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        tls.applicationProtocols = ["h2", "http/1.1"]
+        tls.minimumTLSVersion = .tlsv12
+        do {
+            return try NIOSSLContext(configuration: tls)
+        } catch {
+            throw ConfigurationError("the TLS certificate and key do not work together: \(error)")
+        }
+    }
+
     /// The JSON-RPC dispatcher with Glimpse's methods, recording each call's outcome in metrics.
     public static func makeDispatcher(service: InferenceService, configuration: ServerConfiguration,
                                       logger: Logger = Logger(label: "glimpse.rpc")) -> RPCDispatcher {
-        let table = GlimpseMethods.table(service: service)
+        let table = GlimpseMethods.table(service: service, modelDirectory: configuration.modelDirectory)
         let known = Set(table.keys)
-        return RPCDispatcher(methods: table, maxBatchLength: configuration.maxBatchLength, logger: logger) { method, error in
+        return RPCDispatcher(methods: table, adminMethods: GlimpseMethods.adminMethods,
+                             maxBatchLength: configuration.maxBatchLength, logger: logger) { method, error in
             RPCMetrics.record(method: method, error: error, known: known)
         }
     }

@@ -9,8 +9,13 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 
+private func zip2<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
+}
+
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the classification service (h2c and HTTP/1.1 on one port).")
+    static let configuration = CommandConfiguration(abstract: "Run the classification service (HTTP/2 and HTTP/1.1 on one port, clear text or TLS).")
 
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "Port to listen on (0 picks a free port).") var port: Int = 8080
@@ -24,6 +29,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
     @Option(help: "Largest encoded image in bytes.") var maxImageBytes: Int = 16 << 20
     @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
+    @Option(help: "Most images in one classify call.") var maxImagesPerCall: Int = 64
+    @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
+    @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
+    @Option(help: "Seconds a connection may sit with no request before it is closed.") var idleTimeoutS: Double = 120
+    @Option(help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.") var http2MaxStreams: Int = 128
+    @Option(help: "HTTP/2 SETTINGS_INITIAL_WINDOW_SIZE in bytes (per stream receive window).") var http2InitialWindow: Int = 1 << 20
+    @Option(help: "HTTP/2 receive window of a whole connection, in bytes.") var http2ConnectionWindow: Int = 8 << 20
+    @Option(help: "HTTP/2 SETTINGS_MAX_FRAME_SIZE in bytes (16384 to 16777215).") var http2MaxFrame: Int = 1 << 14
+    @Option(help: "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE in bytes.") var http2MaxHeaderList: Int = 16 << 10
+    @Option(help: "PEM certificate chain; with --tls-key the port speaks TLS (ALPN h2 and http/1.1).") var tlsCert: String?
+    @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(help: "File of API keys, one `<key> <user|admin> [name]` per line; clients send `Authorization: Bearer <key>`.") var apiKeys: String?
     @Option(help: "Seconds to wait on SIGTERM/SIGINT for in-flight requests before cancelling them.") var drainTimeoutS: Double = 30
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
@@ -57,7 +74,8 @@ struct Serve: AsyncParsableCommand {
             workersPerModel: workers,
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
                             allowedBatchSizes: sizes, delayPolicy: policy),
-            imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels))
+            imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
+            maxImagesPerCall: maxImagesPerCall)
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }
@@ -68,9 +86,25 @@ struct Serve: AsyncParsableCommand {
             logger.info("serving models: \(loaded.map(\.name).joined(separator: ", "))")
         }
 
-        let config = ServerConfiguration(host: host, port: port, maxBodyBytes: maxBody)
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard maxImagesPerCall >= 1, maxBatchCalls >= 1, headerTimeoutS > 0, idleTimeoutS > 0 else {
+            throw ValidationError("--max-images-per-call and --max-batch-calls must be at least 1, timeouts above 0")
+        }
+        var http2 = HTTP2Options()
+        http2.maxConcurrentStreams = http2MaxStreams
+        http2.initialWindowSize = http2InitialWindow
+        http2.connectionWindowSize = http2ConnectionWindow
+        http2.maxFrameSize = http2MaxFrame
+        http2.maxHeaderListSize = http2MaxHeaderList
+        let config = ServerConfiguration(
+            host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
+            idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,
+            http2: http2, tls: zip2(tlsCert, tlsKey).map { TLSFiles(certificateChain: $0, privateKey: $1) },
+            apiKeys: try apiKeys.map { try APIKeys(file: $0) }, modelDirectory: modelOptions.models)
+        if config.apiKeys == nil { logger.notice("no --api-keys: every method, admin ones included, is open to whoever reaches the port") }
         let state = ServerState()
-        let app = GlimpseServer.makeApplication(
+        let scheme = config.tls == nil ? "http" : "https"
+        let app = try GlimpseServer.makeApplication(
             configuration: config, service: service,
             dispatcher: GlimpseServer.makeDispatcher(service: service, configuration: config),
             state: state,
@@ -78,7 +112,9 @@ struct Serve: AsyncParsableCommand {
                 sampler.sample()
                 return prometheus.render()
             },
-            onServerRunning: { port in logger.info("listening on http://\(host):\(port) (h2c prior knowledge and HTTP/1.1)") },
+            onServerRunning: { port in
+                logger.info("listening on \(scheme)://\(host):\(port) (\(scheme == "https" ? "TLS, ALPN h2 and http/1.1" : "h2c prior knowledge and HTTP/1.1"))")
+            },
             logger: logger)
         var groupConfig = ServiceGroupConfiguration(
             services: [.init(service: app, successTerminationBehavior: .gracefullyShutdownGroup)],

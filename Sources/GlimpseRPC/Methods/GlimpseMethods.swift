@@ -4,7 +4,11 @@ import GlimpseServing
 
 /// The method table of the Glimpse JSON-RPC API.
 public enum GlimpseMethods {
-    public static func table(service: InferenceService, startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
+    /// Methods that change what the server runs; they need an admin API key when keys are configured.
+    public static let adminMethods: Set<String> = ["models.load", "models.unload"]
+
+    public static func table(service: InferenceService, modelDirectory: String? = nil,
+                             startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
         [
             "classify": { params, _ in
                 // Labels stay bounded: a model name is used only when that model is loaded.
@@ -24,6 +28,23 @@ public enum GlimpseMethods {
             "models.list": { params, _ in
                 _ = try Params(params, method: "models.list")
                 return .object(["models": .array(service.registry.all.map(describe))])
+            },
+            "models.load": { params, _ in
+                let p = try Params(params, method: "models.load")
+                try p.rejectUnknown(allowed: ["model"], method: "models.load")
+                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
+                let loaded = try service.registry.load(named: name, directory: modelDirectory)
+                return describe(loaded)
+            },
+            "models.unload": { params, _ in
+                let p = try Params(params, method: "models.unload")
+                try p.rejectUnknown(allowed: ["model"], method: "models.unload")
+                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                guard service.registry.unload(name) else {
+                    throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
+                }
+                return .object(["unloaded": .string(name)])
             },
             "rpc.discover": { _, _ in OpenRPCDocument.document },
             "server.stats": { _, _ in stats(service: service, startedAt: startedAt) },

@@ -21,7 +21,7 @@ public enum OpenRPCDocument {
     public static let document: JSONValue = [
         "openrpc": "1.2.6",
         "info": ["title": "Glimpse", "version": "0.1.0",
-                 "description": "Image classification over JSON-RPC 2.0 (HTTP/2 h2c or HTTP/1.1, POST /rpc)."],
+                 "description": "Image classification over JSON-RPC 2.0 (POST /rpc over HTTP/2 or HTTP/1.1, clear text or TLS). With API keys configured, every call needs `Authorization: Bearer <key>` (HTTP 401 with -32003 otherwise), and admin methods need an admin key."],
         "methods": [
             [
                 "name": "classify",
@@ -41,11 +41,27 @@ public enum OpenRPCDocument {
                     error(-32000, "Server overloaded (data.reason: queue_full | deadline_unmeetable, data.retry_after_ms)"),
                     error(-32001, "Deadline exceeded"),
                     error(-32002, "Model unavailable"),
+                    error(-32003, "Unauthorized"),
                 ],
             ],
             [
                 "name": "models.list", "summary": "The loaded models with their input specs, labels count, size and version.",
                 "params": [], "result": ["name": "models", "schema": ["type": "object"]],
+            ],
+            [
+                "name": "models.load", "summary": "Admin: load (or reload) a model described in the server's model folder.",
+                "paramStructure": "by-name",
+                "params": [param("model", ["type": "string"], required: true, "Name of a model in the model folder.")],
+                "result": ["name": "model", "schema": ["type": "object"]],
+                "errors": [error(-32602, "Invalid params"), error(-32002, "Model unavailable: not in the folder, or it failed to load"),
+                           error(-32003, "Unauthorized: needs an admin API key")],
+            ],
+            [
+                "name": "models.unload", "summary": "Admin: unload a model; requests waiting for it get -32002.",
+                "paramStructure": "by-name",
+                "params": [param("model", ["type": "string"], required: true, "Name of a loaded model.")],
+                "result": ["name": "unloaded", "schema": ["type": "object", "properties": ["unloaded": ["type": "string"]]]],
+                "errors": [error(-32602, "Invalid params: no such loaded model"), error(-32003, "Unauthorized: needs an admin API key")],
             ],
             [
                 "name": "server.stats", "summary": "Queue depths, latency models and request counts per model.",

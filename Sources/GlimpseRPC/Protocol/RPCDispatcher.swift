@@ -12,8 +12,10 @@ public struct RPCHTTPResponse: Sendable {
 
 /// Per-request context handed to method handlers.
 public struct RPCContext: Sendable {
-    public var apiKeyRole: String?
-    public init(apiKeyRole: String? = nil) { self.apiKeyRole = apiKeyRole }
+    /// True when the caller may use admin methods: it presented an admin API key, or the server
+    /// runs without API keys.
+    public var isAdmin: Bool
+    public init(isAdmin: Bool = true) { self.isAdmin = isAdmin }
 }
 
 /// JSON-RPC 2.0 dispatch: parses a body (single call or batch), validates each call, runs the method
@@ -22,13 +24,16 @@ public final class RPCDispatcher: Sendable {
     public typealias Handler = @Sendable (_ params: JSONValue?, _ context: RPCContext) async throws -> JSONValue
 
     private let methods: [String: Handler]
+    /// Methods that need `RPCContext.isAdmin`.
+    public let adminMethods: Set<String>
     public let maxBatchLength: Int
     let logger: Logger
     let onCall: @Sendable (_ method: String, _ error: RPCError?) -> Void
 
-    public init(methods: [String: Handler], maxBatchLength: Int = 256, logger: Logger = Logger(label: "glimpse.rpc"),
-                onCall: @escaping @Sendable (String, RPCError?) -> Void = { _, _ in }) {
+    public init(methods: [String: Handler], adminMethods: Set<String> = [], maxBatchLength: Int = 256,
+                logger: Logger = Logger(label: "glimpse.rpc"), onCall: @escaping @Sendable (String, RPCError?) -> Void = { _, _ in }) {
         self.methods = methods
+        self.adminMethods = adminMethods
         self.maxBatchLength = maxBatchLength
         self.logger = logger
         self.onCall = onCall
@@ -124,6 +129,11 @@ public final class RPCDispatcher: Sendable {
         let isNotification = idMember == nil
         guard let handler = methods[method] else {
             let e = RPCError.methodNotFound(method)
+            onCall(method, e)
+            return (isNotification ? nil : errorResponse(id: id, e), e)
+        }
+        if adminMethods.contains(method) && !context.isAdmin {
+            let e = RPCError.unauthorized("\(method) needs an API key with the admin role")
             onCall(method, e)
             return (isNotification ? nil : errorResponse(id: id, e), e)
         }

@@ -48,6 +48,9 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
         d["reason"] = .string(reason)
         return RPCError(code: invalidParamsCode, message: "Invalid params: \(detail)", data: .object(d))
     }
+    public static func unauthorized(_ detail: String) -> RPCError {
+        RPCError(code: unauthorizedCode, message: "Unauthorized: \(detail)")
+    }
     public static let internalError = RPCError(code: internalErrorCode, message: "Internal error: the server failed to process the request; see server logs")
 }
 

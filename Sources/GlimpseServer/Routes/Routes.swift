@@ -10,8 +10,28 @@ enum Routes {
     static func add(to router: Router<BasicRequestContext>, configuration: ServerConfiguration, service: InferenceService,
                     dispatcher: RPCDispatcher, state: ServerState, metricsText: (@Sendable () -> [UInt8])?) {
         let maxBody = configuration.maxBodyBytes
+        let apiKeys = configuration.apiKeys
+
+        /// nil when the caller may go on; otherwise the 401 to send.
+        @Sendable func authenticate(_ request: Request) -> (context: RPCContext, refusal: Response?) {
+            guard let apiKeys else { return (RPCContext(isAdmin: true), nil) }
+            guard let key = apiKeys.authenticate(authorization: request.headers[.authorization]) else {
+                let e = RPCError.unauthorized("send a valid API key as \"Authorization: Bearer <key>\"")
+                var response = json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .unauthorized)
+                response.headers[.wwwAuthenticate] = #"Bearer realm="glimpse""#
+                RPCMetrics.record(method: "", error: e, known: [])
+                return (RPCContext(isAdmin: false), response)
+            }
+            return (RPCContext(isAdmin: key.role == .admin), nil)
+        }
 
         router.post("/rpc") { request, _ -> Response in
+            let (context, refusal) = authenticate(request)
+            if let refusal { return refusal }
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBody {
+                let e = RPCError.invalidRequest("request body is larger than the limit of \(maxBody) bytes")
+                return json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .contentTooLarge)
+            }
             let body: ByteBuffer
             do {
                 body = try await request.body.collect(upTo: maxBody)
@@ -19,7 +39,7 @@ enum Routes {
                 let e = RPCError.invalidRequest("request body is larger than the limit of \(maxBody) bytes")
                 return json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .contentTooLarge)
             }
-            let reply = await dispatcher.handle(body: Array(buffer: body))
+            let reply = await dispatcher.handle(body: Array(buffer: body), context: context)
             var headers = HTTPFields()
             if let retry = reply.retryAfterSeconds { headers[.retryAfter] = String(retry) }
             if reply.body.isEmpty {
@@ -31,6 +51,10 @@ enum Routes {
         }
 
         router.post("/v1/classify") { request, _ -> Response in
+            if let refusal = authenticate(request).refusal { return refusal }
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBody {
+                return restError(.invalidParams("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
+            }
             let body: ByteBuffer
             do {
                 body = try await request.body.collect(upTo: maxBody)
@@ -62,6 +86,13 @@ enum Routes {
                 let (e, _) = RPCError.from(error)
                 return restError(e, status: e.code == RPCError.overloadedCode ? .serviceUnavailable : (e.code == RPCError.invalidParamsCode ? .badRequest : .internalServerError))
             }
+        }
+
+        router.get("/") { _, _ -> Response in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/html; charset=utf-8"
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: StatusPage.html)))
         }
 
         router.get("/healthz") { _, _ -> Response in

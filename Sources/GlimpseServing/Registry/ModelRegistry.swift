@@ -78,6 +78,21 @@ public final class ModelRegistry: @unchecked Sendable {
         return problems
     }
 
+    /// Loads (or reloads, replacing the running copy) the model of that name described in a folder.
+    @discardableResult
+    public func load(named name: String, directory: String) throws -> LoadedModel {
+        let (found, issues) = ModelDirectory.scan(directory)
+        guard let metadata = found.first(where: { $0.name == name }) else {
+            if let issue = issues.first(where: { $0.description.contains(name) }) {
+                throw ServingError.modelUnavailable("model \(name) cannot be loaded: \(issue)")
+            }
+            throw ServingError.modelUnavailable("no model named \(name) in the model folder")
+        }
+        let loaded = try load(metadata, directory: directory)
+        logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)"])
+        return loaded
+    }
+
     /// Removes a model. Requests still waiting in its queue get -32002 (model unavailable) at once;
     /// a batch already running finishes.
     public func unload(_ name: String) -> Bool {

@@ -52,7 +52,7 @@ final class TestServer: @unchecked Sendable {
         guard problems.isEmpty else { throw TestServerError(description: "models failed to load: \(problems)") }
         let config = ServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: 4 << 20, maxBatchLength: 64)
         let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = GlimpseServer.makeApplication(
+        let app = try GlimpseServer.makeApplication(
             configuration: config, service: service,
             dispatcher: GlimpseServer.makeDispatcher(service: service, configuration: config),
             metricsText: { Array("# metrics\n".utf8) },

@@ -1,0 +1,112 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP2
+import NIOSSL
+import NIOTLS
+
+/// Glimpse's connection setup: HTTP/2 and HTTP/1.1 on one port, either in clear text (h2c with prior
+/// knowledge, told apart by `PriorKnowledgeSniffer`) or over TLS (ALPN `h2` / `http/1.1`).
+///
+/// HTTP/2 runs on our own pipeline rather than Hummingbird's `HTTP2Channel` so that the SETTINGS we
+/// advertise (`HTTP2Options`) and the drain behaviour (`HTTP2ConnectionManager`) are ours to choose.
+/// Each HTTP/2 stream is answered by the same responder as an HTTP/1.1 request.
+struct GlimpseHTTPChannel: HTTPChannelHandler {
+    typealias Streams = NIOHTTP2Handler.AsyncStreamMultiplexer<NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>>
+    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, Streams>
+
+    struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<Negotiated>
+        let channel: any Channel
+    }
+
+    let http1: HTTP1Channel
+    let http2: HTTP2Options
+    let tls: NIOSSLContext?
+    let timeouts: ConnectionTimeouts
+    var responder: Responder { http1.responder }
+
+    init(responder: @escaping Responder, http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts) {
+        let headTimeout = timeouts.header
+        self.http1 = HTTP1Channel(responder: responder, configuration: .init(
+            additionalChannelHandlers: [RequestHeadTimeout(timeout: headTimeout)],
+            idleTimeout: timeouts.idle))
+        self.http2 = http2
+        self.tls = tls
+        self.timeouts = timeouts
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            // The protocol must be known (TLS handshake done, or h2c preface seen) within the header timeout.
+            let handshakeTimeout = HandshakeTimeout(timeout: timeouts.header)
+            try sync.addHandler(handshakeTimeout)
+            if let tls {
+                try sync.addHandler(NIOSSLServerHandler(context: tls))
+            } else {
+                try sync.addHandler(PriorKnowledgeSniffer())
+            }
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result, channel in
+                channel.pipeline.syncOperations.removeHandler(handshakeTimeout, promise: nil)
+                switch result {
+                case .negotiated("h2"):
+                    return self.setupHTTP2(channel: channel).map { .http2($0) }
+                case .negotiated("http/1.1"), .fallback:
+                    return self.http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
+                case .negotiated(let other):
+                    logger.debug("closing a connection that negotiated \(other)")
+                    return channel.close().flatMapThrowing { throw NIOHTTP2Errors.invalidALPNToken() }
+                }
+            }
+            try sync.addHandler(negotiation)
+            return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
+        }
+    }
+
+    private func setupHTTP2(channel: any Channel) -> EventLoopFuture<Streams> {
+        channel.eventLoop.makeCompletedFuture {
+            let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle, gracefulCloseTimeout: timeouts.gracefulClose)
+            let streams = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
+                mode: .server, streamDelegate: manager.streamDelegate, configuration: http2.handlerConfiguration
+            ) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPServerCodec())
+                    return try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(wrappingChannelSynchronously: stream)
+                }
+            }
+            let sync = channel.pipeline.syncOperations
+            let http2Handler = try sync.handler(type: NIOHTTP2Handler.self)
+            try sync.addHandler(manager, position: .after(http2Handler))
+            return streams
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.negotiated.get() {
+            case .http1_1(let connection):
+                await http1.handle(value: connection, logger: logger)
+            case .http2(let streams):
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await stream in streams.inbound {
+                        group.addTask { await self.handleHTTP(asyncChannel: stream, logger: logger) }
+                    }
+                }
+            }
+        } catch {
+            logger.debug("connection ended: \(error)")
+        }
+    }
+}
+
+extension HTTPServerBuilder {
+    /// Glimpse's HTTP/1.1 + HTTP/2 server, in clear text or over TLS.
+    static func glimpse(http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts) -> HTTPServerBuilder {
+        .init { responder in
+            GlimpseHTTPChannel(responder: responder, http2: http2, tls: tls, timeouts: timeouts)
+        }
+    }
+}
