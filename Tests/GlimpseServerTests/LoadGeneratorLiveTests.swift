@@ -71,4 +71,29 @@ final class LoadGeneratorLiveTests: XCTestCase {
         XCTAssertLessThan(succeeded, 150)
         XCTAssertEqual(r["errors"]?.intValue, 0)
     }
+
+    /// glimpse-load (libnghttp2 + OpenSSL) against Glimpse (swift-nio-ssl) over TLS with ALPN h2.
+    func testClosedLoopOverTLSAgainstGlimpse() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        _ = try ExternalClient.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                                                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder(), "--tls-cert", cert, "--tls-key", key])
+        defer { server.stop() }
+        _ = try run(["--host", "127.0.0.1", "--port", String(server.port), "--tls", "--cacert", cert,
+                     "--images", try digitsFolder(), "--model", "mnist-8", "-c", "2", "--concurrency", "4",
+                     "--duration", "1", "--warmup", "0.2", "--max-requests", "1000", "--json", dir.appendingPathComponent("t.json").path])
+        let json = try JSONValue.parse([UInt8](Data(contentsOf: dir.appendingPathComponent("t.json"))))
+        guard case .array(let runs)? = json["runs"], let r = runs.first else { return XCTFail("no runs") }
+        XCTAssertGreaterThan(r["succeeded"]?.intValue ?? 0, 10)
+        XCTAssertEqual(r["errors"]?.intValue, 0)
+        XCTAssertEqual(r["variants"]?["mnist-8"].flatMap { $0.intValue }, r["succeeded"]?.intValue)
+
+        // Without trusting the test certificate the run fails, naming certificate verification.
+        XCTAssertThrowsError(try run(["--host", "127.0.0.1", "--port", String(server.port), "--tls", "--images", try digitsFolder(),
+                                      "--model", "mnist-8", "--duration", "0.5", "--max-requests", "10"]))
+    }
 }

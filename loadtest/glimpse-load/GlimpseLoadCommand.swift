@@ -5,17 +5,21 @@ import GlimpseLoad
 struct GlimpseLoadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "glimpse-load",
-        abstract: "HTTP/2 (h2c) load generator for Glimpse, built on libnghttp2.",
+        abstract: "HTTP/2 (h2c, or h2 over TLS with --tls) load generator for Glimpse, built on libnghttp2.",
         discussion: """
         Closed loop:  glimpse-load --port 8080 --images imgs/ --concurrency 1,2,4,8 --duration 10
         Open loop:    glimpse-load --port 8080 --images imgs/ --rate 200 --poisson
         Own ceiling:  glimpse-load --port 8080 --path /healthz --method GET --concurrency 256 -c 2
+        Over TLS:     glimpse-load --tls --host localhost --port 8443 --cacert ca.pem --images imgs/
         Every run ends at --duration or --max-requests, whichever comes first; --warmup is not counted.
         """
     )
 
     @Option(help: "Server host.") var host = "127.0.0.1"
     @Option(help: "Server port.") var port = 8080
+    @Flag(help: "HTTP/2 over TLS (ALPN h2) instead of h2c; the certificate is verified against the system CA store.") var tls = false
+    @Flag(help: "With --tls: accept any server certificate (no verification).") var insecure = false
+    @Option(help: "With --tls: trust the CA certificates (or the self-signed certificate) in this PEM file instead of the system store.") var cacert: String?
     @Option(name: [.short, .customLong("connections")], help: "HTTP/2 connections (sharing the --threads event-loop threads).") var connections = 1
     @Option(name: [.short, .customLong("threads")], help: "Event-loop threads; connection i runs on thread i % threads (as h2load -t).") var threads = 1
     @Option(help: "Closed loop: total streams in flight; a list (1,2,4) or range (1-64, powers of two) sweeps.") var concurrency: String?
@@ -46,7 +50,7 @@ struct GlimpseLoadCommand: ParsableCommand {
 
     /// The options as a plain value (what `run` works from).
     var options: LoadOptions {
-        LoadOptions(host: host, port: port, connections: connections, threads: threads, concurrency: concurrency, rate: rate,
+        LoadOptions(host: host, port: port, tls: tls, insecure: insecure, cacert: cacert, connections: connections, threads: threads, concurrency: concurrency, rate: rate,
                     poisson: poisson, duration: duration, warmup: warmup, maxRequests: maxRequests, timeout: timeout,
                     maxOutstanding: maxOutstanding, seed: seed, images: images, body: body, path: path, method: method,
                     model: model, deadlineMs: deadlineMs, topK: topK, crop: crop, imagesPerCall: imagesPerCall,

@@ -7,6 +7,9 @@ import GlimpseLoad
 struct LoadOptions {
     var host = "127.0.0.1"
     var port = 8080
+    var tls = false
+    var insecure = false
+    var cacert: String?
     var connections = 1
     var threads = 1
     var concurrency: String?
@@ -36,7 +39,7 @@ struct LoadOptions {
     func makePlan() throws -> LoadPlan {
         let base = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
                                      maxRequests: maxRequests, requestTimeout: timeout, maxOutstandingPerConnection: maxOutstanding,
-                                     seed: seed, threads: threads)
+                                     seed: seed, threads: threads, tls: tlsOptions)
         let source: LoadPlan.Source
         if images != nil && body != nil { throw LoadConfigError("give --images or --body, not both") }
         if let images {
@@ -52,7 +55,13 @@ struct LoadOptions {
         return try LoadPlan.make(base: base, concurrency: levels, rates: rates, poisson: poisson, source: source, path: path)
     }
 
+    /// TLS settings from `--tls`, `--insecure` and `--cacert` (nil: h2c).
+    var tlsOptions: TLSOptions? {
+        tls ? TLSOptions(verifyCertificate: !insecure, caFile: cacert) : nil
+    }
+
     func validate() throws {
+        if !tls && (insecure || cacert != nil) { throw ValidationError("--insecure and --cacert apply to --tls") }
         do { _ = try makePlanBounds() } catch let error as LoadConfigError { throw ValidationError(error.message) }
     }
 
@@ -60,7 +69,7 @@ struct LoadOptions {
     private func makePlanBounds() throws -> Bool {
         var c = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
                                   maxRequests: maxRequests, requestTimeout: timeout, maxOutstandingPerConnection: maxOutstanding,
-                                  threads: threads)
+                                  threads: threads, tls: tlsOptions)
         c.mode = .closed(concurrency: max(connections, 1))
         try c.validate()
         try ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs, imagesPerCall: imagesPerCall,
@@ -95,7 +104,7 @@ struct LoadOptions {
     }
 }
 
-/// A parser for plain command lines: `--name value`, `--name=value`, `-c value`, `-t value` and the two
+/// A parser for plain command lines: `--name value`, `--name=value`, `-c value`, `-t value` and the
 /// flags, each option at most once, every value well formed. It skips ArgumentParser's reflection over
 /// the command (milliseconds of CPU at start-up); anything else (help, a mistake, an unusual spelling)
 /// returns nil and goes to ArgumentParser, which parses and reports exactly as before.
@@ -123,9 +132,14 @@ enum FastArguments {
                 return nil
             }
             guard !name.isEmpty, seen.insert(name).inserted else { return nil }
-            if name == "poisson" || name == "quiet" {
+            if ["poisson", "quiet", "tls", "insecure"].contains(name) {
                 guard inline == nil else { return nil }
-                if name == "poisson" { o.poisson = true } else { o.quiet = true }
+                switch name {
+                case "poisson": o.poisson = true
+                case "quiet": o.quiet = true
+                case "tls": o.tls = true
+                default: o.insecure = true
+                }
                 continue
             }
             let value: String
@@ -140,6 +154,7 @@ enum FastArguments {
             switch name {
             case "host": o.host = value
             case "port": guard let v = Int(value) else { return nil }; o.port = v
+            case "cacert": o.cacert = value
             case "connections": guard let v = Int(value) else { return nil }; o.connections = v
             case "threads": guard let v = Int(value) else { return nil }; o.threads = v
             case "concurrency": o.concurrency = value

@@ -1,16 +1,20 @@
 import Foundation
 
-/// A small HTTP/2 (h2c prior knowledge) client for tests and tools: one connection with its own
-/// event-loop thread, any number of concurrent requests, async or blocking calls.
+/// A small HTTP/2 client for tests and tools (h2c prior knowledge, or h2 over TLS with `tls`): one
+/// connection with its own event-loop thread, any number of concurrent requests, async or blocking calls.
 ///
 ///     let client = try H2Client(host: "127.0.0.1", port: 8080)
+///     let secure = try H2Client(host: "localhost", port: 8443, tls: TLSOptions(caFile: "ca.pem"))
 ///     let response = try await client.post(path: "/rpc", headers: [("content-type", "application/json")], body: bytes)
 ///     client.close()
 public final class H2Client: @unchecked Sendable {
     public let connection: H2Connection
 
-    public init(host: String, port: Int, requestTimeout: Double = 30) throws {
-        connection = try H2Connection(host: host, port: port, requestTimeout: requestTimeout)
+    /// Connects (and with `tls`, completes the TLS handshake) before returning; throws `H2Error` (`.connect`,
+    /// `.tls`) when that fails.
+    public init(host: String, port: Int, requestTimeout: Double = 30, tls: TLSOptions? = nil) throws {
+        let context = try tls.map { try TLSContext($0) }
+        connection = try H2Connection(host: host, port: port, requestTimeout: requestTimeout, tls: context)
         connection.start(name: "h2-client")
     }
 
@@ -42,7 +46,8 @@ public final class H2Client: @unchecked Sendable {
     }
 
     public func post(path: String, headers: [(String, String)] = [], body: [UInt8]) async throws -> H2Response {
-        try await request(H2Request(method: "POST", path: path, authority: connection.authority, headers: headers, body: body))
+        try await request(H2Request(method: "POST", path: path, authority: connection.authority, headers: headers, body: body,
+                                     scheme: connection.scheme))
     }
 
     public func post(path: String, headers: [(String, String)] = [], body: String) async throws -> H2Response {
@@ -50,15 +55,16 @@ public final class H2Client: @unchecked Sendable {
     }
 
     public func get(path: String, headers: [(String, String)] = []) async throws -> H2Response {
-        try await request(H2Request(method: "GET", path: path, authority: connection.authority, headers: headers))
+        try await request(H2Request(method: "GET", path: path, authority: connection.authority, headers: headers, scheme: connection.scheme))
     }
 
     public func postBlocking(path: String, headers: [(String, String)] = [], body: [UInt8]) throws -> H2Response {
-        try requestBlocking(H2Request(method: "POST", path: path, authority: connection.authority, headers: headers, body: body))
+        try requestBlocking(H2Request(method: "POST", path: path, authority: connection.authority, headers: headers, body: body,
+                                     scheme: connection.scheme))
     }
 
     public func getBlocking(path: String, headers: [(String, String)] = []) throws -> H2Response {
-        try requestBlocking(H2Request(method: "GET", path: path, authority: connection.authority, headers: headers))
+        try requestBlocking(H2Request(method: "GET", path: path, authority: connection.authority, headers: headers, scheme: connection.scheme))
     }
 
     private final class ResultBox: @unchecked Sendable {

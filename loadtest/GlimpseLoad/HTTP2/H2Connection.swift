@@ -10,16 +10,21 @@ public protocol H2LoopDriver: AnyObject {
     func tick(_ connection: H2Connection, now: UInt64) -> UInt64?
 }
 
-/// One h2c (prior knowledge) connection over libnghttp2, with many concurrent streams. It runs an
-/// event loop over `poll()` on its own thread; completions are called on that thread.
+/// One HTTP/2 connection over libnghttp2, with many concurrent streams: h2c (prior knowledge), or h2 over
+/// TLS (ALPN "h2") when made with a `TLSContext`. Its loop runs on an event-loop thread (shared with other
+/// connections); completions are called on that thread.
 public final class H2Connection: @unchecked Sendable {
     public let host: String
     public let port: Int
     public let authority: String
+    /// `https` over TLS, else `http`: the `:scheme` of its requests.
+    public let scheme: String
     /// Requests that get no complete response within this time fail with `.timeout`.
     public let requestTimeoutNs: UInt64
 
     let socket: PosixSocket
+    /// The TLS session when the connection is h2 over TLS (nil: h2c).
+    let tls: TLSChannel?
     private let wake: WakeupFD
     let session: NGHTTP2Session
     /// Open streams, each at its `slot` (nil: free; free slots are listed in `freeSlots`). Slots rather
@@ -66,12 +71,25 @@ public final class H2Connection: @unchecked Sendable {
     @exclusivity(unchecked) private var outStart = 0
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
 
-    public init(host: String, port: Int, requestTimeout: Double = 30, maxConcurrentStreams: UInt32 = 1000) throws {
+    /// Connects (and with `tls`, completes the TLS handshake and checks that the server chose "h2") before
+    /// returning; each step is bounded by `connectTimeout` seconds. Failures throw `H2Error` (`.connect`,
+    /// `.tls`).
+    public init(host: String, port: Int, requestTimeout: Double = 30, maxConcurrentStreams: UInt32 = 1000,
+                tls: TLSContext? = nil, connectTimeout: Double = 5) throws {
         self.host = host
         self.port = port
         self.authority = "\(host):\(port)"
+        self.scheme = tls == nil ? "http" : "https"
         self.requestTimeoutNs = UInt64(max(requestTimeout, 0.001) * 1e9)
-        socket = try PosixSocket(host: host, port: port)
+        let timeoutMs = Int(min(max(connectTimeout, 0.001), 3600) * 1000)
+        socket = try PosixSocket(host: host, port: port, timeoutMs: Int32(timeoutMs))
+        if let tls {
+            let channel = try TLSChannel(context: tls, host: host)
+            try channel.handshake(over: socket, peer: authority, timeoutMs: timeoutMs)
+            self.tls = channel
+        } else {
+            self.tls = nil
+        }
         wake = try WakeupFD()
         session = try NGHTTP2Session(maxConcurrentStreams: maxConcurrentStreams)
         session.handler = self
@@ -236,7 +254,8 @@ public final class H2Connection: @unchecked Sendable {
                     continue
                 }
                 if let at = connection.prepareTurn(now: turnStart) {
-                    wakeAt = min(wakeAt, at)
+                    // TLS input already off the socket announces itself by no event: read it without waiting.
+                    wakeAt = min(wakeAt, connection.tls?.hasBufferedInput == true ? 0 : at)
                     due[i] = at
                     touched[i] = false
                     waiter.items[i].wantWrite = connection.hasPendingOutput
@@ -262,9 +281,10 @@ public final class H2Connection: @unchecked Sendable {
             for (i, connection) in connections.enumerated() where waiter.items[i].active {
                 let item = waiter.items[i]
                 connection.turnNow = woke
-                if item.woken || item.readable || item.writable { touched[i] = true }
+                let buffered = connection.tls?.hasBufferedInput == true
+                if item.woken || item.readable || item.writable || buffered { touched[i] = true }
                 if item.woken { connection.wake.drain() }
-                if item.readable { connection.readAvailable() }
+                if item.readable || buffered { connection.readAvailable() }
             }
         }
     }
@@ -319,10 +339,11 @@ public final class H2Connection: @unchecked Sendable {
         return wakeAt
     }
 
-    /// Reads and processes what the socket holds (up to 16 full buffers).
+    /// Reads and processes what the socket holds (up to 16 full buffers; over TLS, of plaintext).
     private func readAvailable() {
         for _ in 0..<16 {
-            switch socket.read(into: readBuffer) {
+            let result = if let tls { tls.read(into: readBuffer, from: socket) } else { socket.read(into: readBuffer) }
+            switch result {
             case .bytes(let n):
                 do { try session.receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])) } catch let e as H2Error {
                     endLoop(e)
@@ -341,7 +362,7 @@ public final class H2Connection: @unchecked Sendable {
                 endLoop(H2Error(.connectionClosed, detail: "server closed the connection"))
                 return
             case .failed(let text):
-                endLoop(H2Error(.connectionClosed, detail: "recv: \(text)"))
+                endLoop(tls?.failure ?? H2Error(.connectionClosed, detail: "recv: \(text)"))
                 return
             }
         }
@@ -356,10 +377,20 @@ public final class H2Connection: @unchecked Sendable {
         exited.signal()
     }
 
-    private var hasPendingOutput: Bool { outStart < session.output.count || session.wantsWrite }
+    private var hasPendingOutput: Bool {
+        outStart < session.output.count || session.wantsWrite || tls?.hasPendingOutput == true
+    }
 
-    /// Serializes pending frames (coalesced up to 64 KiB) and writes what the socket takes.
+    /// Serializes pending frames (coalesced up to 64 KiB) and writes what the socket takes (over TLS:
+    /// ciphertext already encrypted goes first).
     private func flush() throws {
+        if let tls {
+            switch tls.sendPending(to: socket) {
+            case .drained: break
+            case .wouldBlock: return
+            case .failed(let error): throw error
+            }
+        }
         while true {
             if outStart == session.output.count {
                 session.output.removeAll()
@@ -367,12 +398,13 @@ public final class H2Connection: @unchecked Sendable {
                 try session.serialize()
                 if session.output.isEmpty { return }
             }
-            let result = socket.write(session.output.bytes(from: outStart))
+            let pending = session.output.bytes(from: outStart)
+            let result = if let tls { tls.write(pending, to: socket) } else { socket.write(pending) }
             switch result {
             case .bytes(let n): outStart += n
             case .wouldBlock: return
             case .eof: throw H2Error(.connectionClosed, detail: "send: connection closed")
-            case .failed(let text): throw H2Error(.connectionClosed, detail: "send: \(text)")
+            case .failed(let text): throw tls?.failure ?? H2Error(.connectionClosed, detail: "send: \(text)")
             }
         }
     }
@@ -416,6 +448,10 @@ public final class H2Connection: @unchecked Sendable {
     private func shutDown(_ reason: H2Error) {
         session.terminate()
         try? flush()
+        if let tls {
+            tls.close()
+            try? flush()
+        }
         lock.lock()
         loopClosed = true
         _closeReason = reason

@@ -5,7 +5,7 @@ import CNGHTTP2
 public struct H2Error: Error, Hashable, CustomStringConvertible, Sendable {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case connect, library, streamReset, connectionClosed, timeout, invalidRequest, goaway
+            case connect, library, streamReset, connectionClosed, timeout, invalidRequest, goaway, tls
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -24,6 +24,9 @@ public struct H2Error: Error, Hashable, CustomStringConvertible, Sendable {
         public static let invalidRequest = Kind(.invalidRequest)
         /// The server sent GOAWAY and this stream was not processed.
         public static let goaway = Kind(.goaway)
+        /// TLS failed: the handshake (certificate verification, no "h2" in ALPN, an alert from the server)
+        /// or a TLS error on an established connection.
+        public static let tls = Kind(.tls)
 
         public var description: String { base.rawValue }
     }

@@ -1,6 +1,8 @@
 /// One HTTP/2 request. `body` is shared copy-on-write, so a corpus of bodies is never copied per request.
 public struct H2Request: Sendable {
     public var method: String
+    /// `http` (h2c) or `https` (h2 over TLS): the `:scheme` pseudo-header.
+    public var scheme: String
     public var path: String
     public var authority: String
     public var headers: [(String, String)]
@@ -9,8 +11,9 @@ public struct H2Request: Sendable {
     public var headerBlock: H2HeaderBlock?
 
     public init(method: String = "GET", path: String, authority: String = "localhost",
-                headers: [(String, String)] = [], body: [UInt8]? = nil) {
+                headers: [(String, String)] = [], body: [UInt8]? = nil, scheme: String = "http") {
         self.method = method
+        self.scheme = scheme
         self.path = path
         self.authority = authority
         self.headers = headers
@@ -26,7 +29,7 @@ public struct H2Request: Sendable {
 
     /// Pseudo-headers first, then the caller's headers (names lower-cased, as HTTP/2 requires).
     var headerList: [(String, String)] {
-        var list: [(String, String)] = [(":method", method), (":scheme", "http"), (":authority", authority), (":path", path)]
+        var list: [(String, String)] = [(":method", method), (":scheme", scheme), (":authority", authority), (":path", path)]
         list.reserveCapacity(4 + headers.count + 1)
         for (name, value) in headers { list.append((name.lowercased(), value)) }
         if let body, !headers.contains(where: { $0.0.lowercased() == "content-length" }) {

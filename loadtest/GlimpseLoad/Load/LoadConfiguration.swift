@@ -40,10 +40,12 @@ public struct LoadConfiguration: Sendable {
     /// (and counted as `client_backlog` errors, with their latency still recorded to the timeout).
     public var maxOutstandingPerConnection: Int
     public var seed: UInt64
+    /// h2 over TLS with these options; nil: h2c.
+    public var tls: TLSOptions?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, connections: Int = 1, mode: LoadMode = .closed(concurrency: 1),
                 duration: Double = 10, warmup: Double = 1, maxRequests: Int = 1_000_000, requestTimeout: Double = 30,
-                maxOutstandingPerConnection: Int = 10_000, seed: UInt64 = 1, threads: Int = 1) {
+                maxOutstandingPerConnection: Int = 10_000, seed: UInt64 = 1, threads: Int = 1, tls: TLSOptions? = nil) {
         self.host = host
         self.port = port
         self.connections = connections
@@ -55,6 +57,7 @@ public struct LoadConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.maxOutstandingPerConnection = maxOutstandingPerConnection
         self.seed = seed
+        self.tls = tls
     }
 
     /// Checks every bound; the CLI and library callers go through this.
@@ -71,6 +74,7 @@ public struct LoadConfiguration: Sendable {
             throw fail("request timeout must be in (0, 3600] s, got \(requestTimeout)")
         }
         guard maxOutstandingPerConnection >= 1 else { throw fail("max outstanding must be at least 1") }
+        if let file = tls?.caFile, file.isEmpty { throw fail("the CA file name must not be empty") }
         switch mode {
         case .closed(let c):
             guard (1...100_000).contains(c) else { throw fail("concurrency must be in 1...100000, got \(c)") }

@@ -71,7 +71,7 @@ final class LoadDriver: H2LoopDriver, H2StreamSink {
             // Borrowed blocks (nghttp2 reads our bytes instead of copying them per request): this driver
             // outlives every serialization on its connection (released when the connection's loop ends).
             requests = (0..<max(corpus.bodies.count, 1)).map { i in
-                let request = corpus.request(i, authority: connection.authority)
+                let request = corpus.request(i, authority: connection.authority, scheme: connection.scheme)
                 return (H2HeaderBlock(request.headerList, borrowed: true), request.body)
             }
         }

@@ -8,14 +8,15 @@ public enum LoadRunner {
 
     public static func run(_ config: LoadConfiguration, corpus: RequestCorpus, progress: ProgressHandler? = nil) throws -> RunResult {
         try config.validate()
+        let tls = try config.tls.map { try TLSContext($0) }  // one trust store for all connections
         var connections: [H2Connection] = []
         for _ in 0..<config.connections {
-            let connection = try H2Connection(host: config.host, port: config.port, requestTimeout: config.requestTimeout)
+            let connection = try H2Connection(host: config.host, port: config.port, requestTimeout: config.requestTimeout, tls: tls)
             connection.collectsResponseHeaders = false  // the recorder reads status and body only
             connections.append(connection)
         }
         let counter = ProgressCounter()
-        let prepared = corpus.prepared(for: connections.first?.authority ?? "")
+        let prepared = corpus.prepared(for: connections.first?.authority ?? "", scheme: connections.first?.scheme ?? "http")
         let start = MonotonicClock.now()
         let drain = config.requestTimeout + 1
         var drivers: [LoadDriver] = []

@@ -42,6 +42,7 @@ public struct RequestCorpus: Sendable {
     /// Requests with their header blocks encoded, per authority (built lazily by `prepare`).
     private var prepared: [H2Request] = []
     private var preparedAuthority = ""
+    private var preparedScheme = ""
 
     public init(method: String, path: String, headers: [(String, String)] = [], bodies: [[UInt8]], callsPerRequest: Int = 1) {
         self.method = method
@@ -110,17 +111,18 @@ public struct RequestCorpus: Sendable {
     }
 
     /// The request for the `index`-th send (bodies cycle).
-    public func request(_ index: Int, authority: String) -> H2Request {
-        if authority == preparedAuthority && !prepared.isEmpty { return prepared[index % prepared.count] }
+    public func request(_ index: Int, authority: String, scheme: String = "http") -> H2Request {
+        if authority == preparedAuthority && scheme == preparedScheme && !prepared.isEmpty { return prepared[index % prepared.count] }
         let body = bodies.isEmpty ? nil : bodies[index % bodies.count]
-        return H2Request(method: method, path: path, authority: authority, headers: headers, body: body)
+        return H2Request(method: method, path: path, authority: authority, headers: headers, body: body, scheme: scheme)
     }
 
-    /// A copy whose requests for `authority` have their header blocks encoded once.
-    public func prepared(for authority: String) -> RequestCorpus {
+    /// A copy whose requests for `authority` and `scheme` have their header blocks encoded once.
+    public func prepared(for authority: String, scheme: String = "http") -> RequestCorpus {
         var copy = self
         copy.preparedAuthority = authority
-        copy.prepared = (0..<max(bodies.count, 1)).map { request($0, authority: authority).prepared() }
+        copy.preparedScheme = scheme
+        copy.prepared = (0..<max(bodies.count, 1)).map { request($0, authority: authority, scheme: scheme).prepared() }
         return copy
     }
 }
