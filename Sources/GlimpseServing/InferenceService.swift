@@ -25,6 +25,8 @@ public struct ClassifyResult: Sendable {
     public var model: String
     public var variant: String
     public var version: String
+    /// Why this variant served: `requested`, `most_accurate`, `meets_deadline`, `deadline`, `fastest`, `ab_split`.
+    public var reason: String
     public var predictions: [Prediction]
     public var timing: StageTiming
     public var batchSize: Int
@@ -41,8 +43,15 @@ public struct ClassifyRequest: Sendable {
     public var crop: CropMode?
     /// Time budget of the whole call in milliseconds, from when the server received it.
     public var deadlineMs: Double?
+    /// Only variants with at least this measured accuracy (0…1) may serve.
+    public var minAccuracy: Double?
+    /// Keeps a client on the same arm of an A/B split.
+    public var clientID: String?
 
-    public init(images: [[UInt8]], model: String, topK: Int = 5, crop: CropMode? = nil, deadlineMs: Double? = nil) {
+    public init(images: [[UInt8]], model: String, topK: Int = 5, crop: CropMode? = nil, deadlineMs: Double? = nil,
+                minAccuracy: Double? = nil, clientID: String? = nil) {
+        self.minAccuracy = minAccuracy
+        self.clientID = clientID
         self.images = images
         self.model = model
         self.topK = topK
@@ -59,6 +68,7 @@ public final class InferenceService: Sendable {
     let logger: Logger
     public let energy: EnergyMeter
     private let inflight = InflightCounter()
+    let router = FamilyRouter()
 
     public init(configuration: ServingConfiguration = .init(), energy: EnergyMeter = EnergyMeter(),
                 logger: Logger = Logger(label: "glimpse.serving")) {
@@ -71,10 +81,10 @@ public final class InferenceService: Sendable {
 
     /// Classifies each image of the request; results come back in request order.
     public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
-        guard let model = registry.model(named: request.model) else {
-            let known = registry.all.map(\.name).joined(separator: ", ")
-            throw ServingError.unknownModel("unknown model \"\(request.model)\"; loaded models: \(known.isEmpty ? "none" : known)")
-        }
+        let route = try router.route(request.model, registry: registry, defaultFamily: configuration.defaultFamily,
+                                     deadlineNanos: request.deadlineMs.map { UInt64(max(0, $0) * 1e6) },
+                                     minAccuracy: request.minAccuracy, clientID: request.clientID, now: monotonicNanos())
+        let model = route.model
         guard !request.images.isEmpty else { throw ServingError.badParameter("no image given") }
         guard request.images.count <= configuration.maxImagesPerCall else {
             throw ServingError.badParameter("\(request.images.count) images in one call; the limit is \(configuration.maxImagesPerCall)")
@@ -89,7 +99,7 @@ public final class InferenceService: Sendable {
         let deadline = request.deadlineMs.map { monotonicNanos() &+ UInt64(max(0, $0) * 1e6) }
         return try await withThrowingTaskGroup(of: (Int, ClassifyResult).self) { group in
             for (i, image) in request.images.enumerated() {
-                group.addTask { (i, try await self.classifyOne(image, model: model, topK: request.topK, crop: request.crop, deadline: deadline)) }
+                group.addTask { (i, try await self.classifyOne(image, model: model, reason: route.reason, topK: request.topK, crop: request.crop, deadline: deadline)) }
             }
             var results = [ClassifyResult?](repeating: nil, count: request.images.count)
             for try await (i, r) in group { results[i] = r }
@@ -97,7 +107,7 @@ public final class InferenceService: Sendable {
         }
     }
 
-    func classifyOne(_ bytes: [UInt8], model: LoadedModel, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
+    func classifyOne(_ bytes: [UInt8], model: LoadedModel, reason: String, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
         let start = monotonicNanos()
         let spec = model.metadata.preprocessing
         let queue = model.queue
@@ -122,7 +132,7 @@ public final class InferenceService: Sendable {
         ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
         ServingMetrics.recordStage("inference", model: model.name, nanos: item.inferenceNanos)
         ServingMetrics.recordStage("total", model: model.name, nanos: end - start)
-        ServingMetrics.variantSelected(family: model.metadata.family, variant: model.metadata.variant, reason: "requested")
+        ServingMetrics.variantSelected(family: model.metadata.family, variant: model.metadata.variant, reason: reason)
         let joules = energy.joules(cpuNanos: item.cpuNanosPerItem)
         ServingMetrics.recordInferenceEnergy(model: model.name, variant: model.metadata.variant, joules: joules)
         let predictions = TopK.select(scores: item.scores, k: topK).map {
@@ -130,11 +140,19 @@ public final class InferenceService: Sendable {
         }
         return ClassifyResult(
             model: model.metadata.family, variant: model.metadata.variant, version: model.metadata.version,
-            predictions: predictions,
+            reason: reason, predictions: predictions,
             timing: StageTiming(queue: Double(item.queueNanos) / 1e6, decode: Double(decoded - start) / 1e6,
                                 inference: Double(item.inferenceNanos) / 1e6, total: Double(end - start) / 1e6),
             batchSize: item.batchSize, image: info, energyMillijoules: joules * 1000)
     }
+
+    /// Sets or clears the A/B split of a family (variant name → weight).
+    public func setTraffic(family: String, weights: [String: Int]) throws {
+        try router.setTraffic(family: family, weights: weights, registry: registry)
+    }
+
+    /// The A/B splits in force, by family.
+    public var traffic: [String: [String: Int]] { router.trafficSnapshot() }
 
     /// Stops the queues after their queued work.
     public func shutdown() {

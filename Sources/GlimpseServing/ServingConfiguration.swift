@@ -18,6 +18,8 @@ public struct ServingConfiguration: Sendable {
     /// Images being decoded, queued or run at once, over all models; beyond it requests are refused
     /// with queue_full before any decoding, so memory stays bounded under any offered load.
     public var maxInflightImages: Int
+    /// The family `"model": "auto"` means when several families are loaded.
+    public var defaultFamily: String?
 
     public init(decodeThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
                 engineThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -26,7 +28,9 @@ public struct ServingConfiguration: Sendable {
                 imageLimits: ImageLimits = .init(),
                 maxImagesPerCall: Int = 64,
                 maxTopK: Int = 100,
-                maxInflightImages: Int = 512) {
+                maxInflightImages: Int = 512,
+                defaultFamily: String? = nil) {
+        self.defaultFamily = defaultFamily
         self.decodeThreads = max(1, decodeThreads)
         self.engineThreads = max(1, engineThreads)
         self.workersPerModel = max(1, workersPerModel)

@@ -30,6 +30,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest encoded image in bytes.") var maxImageBytes: Int = 16 << 20
     @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
     @Option(help: "Most images in one classify call.") var maxImagesPerCall: Int = 64
+    @Option(help: "The family that `\"model\": \"auto\"` means when several are loaded.") var defaultFamily: String?
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
     @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
     @Option(help: "Seconds a connection may sit with no request before it is closed.") var idleTimeoutS: Double = 120
@@ -75,7 +76,7 @@ struct Serve: AsyncParsableCommand {
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
                             allowedBatchSizes: sizes, delayPolicy: policy),
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
-            maxImagesPerCall: maxImagesPerCall)
+            maxImagesPerCall: maxImagesPerCall, defaultFamily: defaultFamily)
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }

@@ -69,11 +69,15 @@ final class BatchSchedulerTests: XCTestCase {
         _ = s.enqueue(id: 2, now: 0)
         XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1, 2]))
         s.batchDone(size: 2, durationNanos: 10 * ms, now: 10 * ms)
-        // The model predicts about 5 ms for one item: 3 ms is not enough.
+        // The model predicts about 5 ms for one item: 3 ms is not enough even on an idle server.
         guard case .rejected(let reason, _) = s.enqueue(id: 3, now: 20 * ms, deadline: 23 * ms) else { return XCTFail("expected shedding") }
-        XCTAssertEqual(reason, "deadline_unmeetable")
+        XCTAssertEqual(reason, BatchScheduler.deadlineTooShort)
         // 50 ms is.
         XCTAssertEqual(s.enqueue(id: 4, now: 20 * ms, deadline: 70 * ms), .accepted)
+        // With a queue ahead, 8 ms would do for one item alone but not behind the others: that is overload.
+        for id in 5...10 { XCTAssertEqual(s.enqueue(id: UInt64(id), now: 20 * ms), .accepted) }
+        guard case .rejected(let queued, _) = s.enqueue(id: 11, now: 20 * ms, deadline: 28 * ms) else { return XCTFail("expected shedding") }
+        XCTAssertEqual(queued, "deadline_unmeetable")
     }
 
     func testDeadlinePassedInQueueExpires() {

@@ -5,7 +5,7 @@ import GlimpseServing
 /// The method table of the Glimpse JSON-RPC API.
 public enum GlimpseMethods {
     /// Methods that change what the server runs; they need an admin API key when keys are configured.
-    public static let adminMethods: Set<String> = ["models.load", "models.unload"]
+    public static let adminMethods: Set<String> = ["models.load", "models.unload", "models.traffic"]
 
     public static func table(service: InferenceService, modelDirectory: String? = nil,
                              startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
@@ -46,6 +46,24 @@ public enum GlimpseMethods {
                 }
                 return .object(["unloaded": .string(name)])
             },
+            "models.traffic": { params, _ in
+                let p = try Params(params, method: "models.traffic")
+                try p.rejectUnknown(allowed: ["family", "weights"], method: "models.traffic")
+                guard let family = try p.string("family") else { throw RPCError.invalidParams("missing \"family\"") }
+                var weights: [String: Int] = [:]
+                switch p.object["weights"] {
+                case nil, .null?: break
+                case .object(let o)?:
+                    for (k, v) in o {
+                        guard let w = v.intValue else { throw RPCError.invalidParams("weight of \"\(k)\" must be an integer") }
+                        weights[k] = w
+                    }
+                default: throw RPCError.invalidParams("\"weights\" must be an object of variant name to integer weight")
+                }
+                try service.setTraffic(family: family, weights: weights)
+                return .object(["family": .string(family),
+                                "weights": .object((service.traffic[family] ?? [:]).mapValues { .int($0) })])
+            },
             "rpc.discover": { _, _ in OpenRPCDocument.document },
             "server.stats": { _, _ in stats(service: service, startedAt: startedAt) },
             "health": { _, _ in
@@ -69,7 +87,7 @@ public enum GlimpseMethods {
         ])
     }
 
-    static let classifyParams: Set<String> = ["image", "images", "model", "top_k", "crop", "deadline_ms"]
+    static let classifyParams: Set<String> = ["image", "images", "model", "top_k", "crop", "deadline_ms", "min_accuracy", "client_id"]
 
     static func classify(service: InferenceService, params: JSONValue?) async throws -> JSONValue {
         let p = try Params(params, method: "classify")
@@ -96,6 +114,15 @@ public enum GlimpseMethods {
             }
             deadlineMs = v
         }
+        var minAccuracy: Double?
+        if let a = p.object["min_accuracy"], a != .null {
+            guard let v = a.doubleValue, v >= 0, v <= 1 else {
+                throw RPCError.invalidParams("\"min_accuracy\" must be a number between 0 and 1")
+            }
+            minAccuracy = v
+        }
+        let clientID = try p.string("client_id")
+        if let clientID, clientID.utf8.count > 256 { throw RPCError.invalidParams("\"client_id\" is longer than 256 bytes") }
         let images: [[UInt8]]
         if let single {
             images = [try Base64.decode(single, field: "image")]
@@ -108,7 +135,8 @@ public enum GlimpseMethods {
         } else {
             throw RPCError.invalidParams("missing \"image\" (a base64 JPEG or PNG) or \"images\"")
         }
-        let results = try await service.classify(ClassifyRequest(images: images, model: model, topK: topK, crop: crop, deadlineMs: deadlineMs))
+        let results = try await service.classify(ClassifyRequest(images: images, model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
+                                                                 minAccuracy: minAccuracy, clientID: clientID))
         let encoded = results.map(encode)
         return single != nil ? encoded[0] : .array(encoded)
     }
@@ -127,6 +155,7 @@ public enum GlimpseMethods {
             "model": .string(r.model),
             "variant": .string(r.variant),
             "version": .string(r.version),
+            "reason": .string(r.reason),
             "predictions": .array(r.predictions.map {
                 .object(["label": .string($0.label), "index": .int($0.index), "score": score($0.score)])
             }),
@@ -145,6 +174,8 @@ public enum GlimpseMethods {
             "family": .string(m.metadata.family),
             "variant": .string(m.metadata.variant),
             "version": .string(m.metadata.version),
+            "accuracy": m.metadata.accuracy.map { .double($0) } ?? .null,
+            "accuracy_dataset": m.metadata.accuracyDataset.map { .string($0) } ?? .null,
             "file": .string(m.metadata.file),
             "size_bytes": .int(m.fileBytes),
             "labels": .int(m.labels.count),

@@ -9,12 +9,14 @@ public enum OpenRPCDocument {
 
     static let classifyResult: JSONValue = ["type": "object", "properties": [
         "model": ["type": "string"], "variant": ["type": "string"], "version": ["type": "string"],
+        "reason": ["type": "string", "enum": ["requested", "most_accurate", "meets_deadline", "deadline", "fastest", "ab_split"]],
         "predictions": ["type": "array", "items": prediction],
         "timing_ms": ["type": "object", "properties": ["queue": ["type": "number"], "decode": ["type": "number"],
                                                       "inference": ["type": "number"], "total": ["type": "number"]]],
         "batch_size": ["type": "integer"],
+        "energy_mj": ["type": "number"],
         "image": ["type": "object", "properties": ["format": ["type": "string"], "width": ["type": "integer"], "height": ["type": "integer"]]],
-    ]]
+    ], "required": ["model", "variant", "version", "reason", "predictions", "timing_ms", "batch_size", "energy_mj", "image"]]
 
     static func error(_ code: Int, _ message: String) -> JSONValue { ["code": .int(code), "message": .string(message)] }
 
@@ -30,10 +32,12 @@ public enum OpenRPCDocument {
                 "params": [
                     param("image", ["type": "string", "contentEncoding": "base64"], "A JPEG or PNG image, base64 (standard or URL-safe, data: URLs accepted)."),
                     param("images", ["type": "array", "items": ["type": "string", "contentEncoding": "base64"]], "Several images; the result is an array in the same order."),
-                    param("model", ["type": "string"], required: true, "Model name (see models.list)."),
+                    param("model", ["type": "string"], required: true, "A variant's name (served as asked), a family name (the best variant for the deadline is chosen), or \"auto\" (the default family). See models.list."),
                     param("top_k", ["type": "integer", "minimum": 1, "default": 5], "How many predictions to return."),
                     param("crop", ["type": "string", "enum": ["center", "fit", "fill"]], "How the image is fitted to the model input; default: the model's."),
-                    param("deadline_ms", ["type": "number", "exclusiveMinimum": 0], "Time budget; a request predicted to miss it is refused at once with -32000 deadline_unmeetable."),
+                    param("deadline_ms", ["type": "number", "exclusiveMinimum": 0], "Time budget; with a family, the most accurate variant predicted to meet it serves; a request predicted to miss it is refused at once with -32000 deadline_unmeetable."),
+                    param("min_accuracy", ["type": "number", "minimum": 0, "maximum": 1], "Only variants with at least this measured accuracy may serve."),
+                    param("client_id", ["type": "string", "maxLength": 256], "Keeps a client on the same arm of an A/B split (models.traffic)."),
                 ],
                 "result": ["name": "classification", "schema": ["oneOf": [classifyResult, ["type": "array", "items": classifyResult]]]],
                 "errors": [
@@ -62,6 +66,14 @@ public enum OpenRPCDocument {
                 "params": [param("model", ["type": "string"], required: true, "Name of a loaded model.")],
                 "result": ["name": "unloaded", "schema": ["type": "object", "properties": ["unloaded": ["type": "string"]]]],
                 "errors": [error(-32602, "Invalid params: no such loaded model"), error(-32003, "Unauthorized: needs an admin API key")],
+            ],
+            [
+                "name": "models.traffic", "summary": "Admin: set (or clear, with no weights) the A/B split of a family: {family, weights: {variant: weight}}.",
+                "paramStructure": "by-name",
+                "params": [param("family", ["type": "string"], required: true, "Family name."),
+                           param("weights", ["type": "object", "additionalProperties": ["type": "integer", "minimum": 0]], "Variant name to weight; omit or empty to clear.")],
+                "result": ["name": "traffic", "schema": ["type": "object"]],
+                "errors": [error(-32602, "Invalid params: unknown family or variant, bad weight"), error(-32003, "Unauthorized: needs an admin API key")],
             ],
             [
                 "name": "server.stats", "summary": "Queue depths, latency models and request counts per model.",

@@ -99,6 +99,11 @@ public final class RPCDispatcher: Sendable {
         var id: JSONValue = .null
         if let idMember {
             switch idMember {
+            case .double(let d) where !d.isFinite || abs(d) >= 9_007_199_254_740_992:
+                // Such a number cannot be echoed back exactly; a reply the client cannot match is worse than an error.
+                let e = RPCError.invalidRequest("numeric \"id\" out of range; use a string or an integer below 2^53")
+                onCall("", e)
+                return (errorResponse(id: .null, e), e)
             case .string, .int, .double, .null: id = idMember
             default:
                 let e = RPCError.invalidRequest("\"id\" must be a string, a number or null, got \(idMember.typeName)")

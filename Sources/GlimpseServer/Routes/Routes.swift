@@ -13,11 +13,12 @@ enum Routes {
         let apiKeys = configuration.apiKeys
 
         /// nil when the caller may go on; otherwise the 401 to send.
-        @Sendable func authenticate(_ request: Request) -> (context: RPCContext, refusal: Response?) {
+        @Sendable func authenticate(_ request: Request, rest: Bool = false) -> (context: RPCContext, refusal: Response?) {
             guard let apiKeys else { return (RPCContext(isAdmin: true), nil) }
             guard let key = apiKeys.authenticate(authorization: request.headers[.authorization]) else {
                 let e = RPCError.unauthorized("send a valid API key as \"Authorization: Bearer <key>\"")
-                var response = json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .unauthorized)
+                let body: JSONValue = rest ? .object(["error": e.json]) : .object(["jsonrpc": "2.0", "id": .null, "error": e.json])
+                var response = json(body, status: .unauthorized)
                 response.headers[.wwwAuthenticate] = #"Bearer realm="glimpse""#
                 RPCMetrics.record(method: "", error: e, known: [])
                 return (RPCContext(isAdmin: false), response)
@@ -51,15 +52,15 @@ enum Routes {
         }
 
         router.post("/v1/classify") { request, _ -> Response in
-            if let refusal = authenticate(request).refusal { return refusal }
+            if let refusal = authenticate(request, rest: true).refusal { return refusal }
             if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBody {
-                return restError(.invalidParams("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
+                return restError(.invalidRequest("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
             }
             let body: ByteBuffer
             do {
                 body = try await request.body.collect(upTo: maxBody)
             } catch {
-                return restError(.invalidParams("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
+                return restError(.invalidRequest("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
             }
             let query = request.uri.queryParameters
             guard let model = query.get("model") else {
@@ -84,7 +85,7 @@ enum Routes {
                 return json(GlimpseMethods.encode(results[0]), status: .ok)
             } catch {
                 let (e, _) = RPCError.from(error)
-                return restError(e, status: e.code == RPCError.overloadedCode ? .serviceUnavailable : (e.code == RPCError.invalidParamsCode ? .badRequest : .internalServerError))
+                return restError(e, status: restStatus(e))
             }
         }
 
@@ -118,6 +119,17 @@ enum Routes {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: value.serialized())))
+    }
+
+    /// The HTTP status of `POST /v1/classify` for each JSON-RPC error code.
+    static func restStatus(_ e: RPCError) -> HTTPResponse.Status {
+        switch e.code {
+        case RPCError.invalidParamsCode, RPCError.invalidRequestCode: return .badRequest
+        case RPCError.overloadedCode, RPCError.modelUnavailableCode: return .serviceUnavailable
+        case RPCError.deadlineExceededCode: return .gatewayTimeout
+        case RPCError.unauthorizedCode: return .unauthorized
+        default: return .internalServerError
+        }
     }
 
     static func restError(_ error: RPCError, status: HTTPResponse.Status) -> Response {

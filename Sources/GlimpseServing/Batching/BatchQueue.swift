@@ -87,6 +87,16 @@ final class BatchQueue: @unchecked Sendable {
         return scheduler.latency
     }
 
+    /// Predicted nanoseconds from `now` until a request queued now would be answered (queue wait plus
+    /// its batch's run); nil until the latency model has seen a batch.
+    func predictedWaitNanos(now: UInt64) -> UInt64? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard scheduler.latency.isCalibrated else { return nil }
+        let done = scheduler.predictedCompletion(now: now, position: scheduler.queueLength)
+        return done > now ? done - now : 0
+    }
+
     /// Queues one preprocessed item (shape `itemShape`) and waits for its batch to run.
     /// `deadline` is a monotonic time in nanoseconds.
     func submit(_ input: Tensor, deadline: UInt64? = nil) async throws -> BatchItemResult {
@@ -106,6 +116,10 @@ final class BatchQueue: @unchecked Sendable {
                 pending[id] = Pending(input: input, enqueuedAt: now, continuation: continuation)
                 condition.signal()
                 condition.unlock()
+            case .rejected(let reason, _) where reason == BatchScheduler.deadlineTooShort:
+                let oneItemMs = scheduler.latency.predict(size: 1) / 1e6
+                condition.unlock()
+                continuation.resume(throwing: ServingError.deadlineExceeded(String(format: "the deadline is shorter than one inference of %@ even with an empty queue (predicted %.1f ms)", model.name, oneItemMs)))
             case .rejected(let reason, let retry):
                 condition.unlock()
                 continuation.resume(throwing: ServingError.overloaded(reason: reason, retryAfterMs: Int((retry + 999_999) / 1_000_000)))

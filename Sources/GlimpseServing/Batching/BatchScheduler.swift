@@ -96,6 +96,9 @@ public struct BatchScheduler: Sendable {
         return now &+ UInt64(max(0, total))
     }
 
+    /// The rejection reason for a deadline shorter than one inference on an idle server.
+    public static let deadlineTooShort = "deadline_too_short"
+
     public mutating func enqueue(id: UInt64, now: UInt64, deadline: UInt64? = nil) -> EnqueueDecision {
         let retry = UInt64(max(1_000_000, latency.predict(size: configuration.maxBatchSize) * Double(max(1, queueLength / configuration.maxBatchSize))))
         if queueLength >= configuration.maxQueueLength {
@@ -106,7 +109,10 @@ public struct BatchScheduler: Sendable {
             return .rejected(reason: "queue_full", retryAfterNanos: retry)
         }
         if let deadline {
-            if deadline <= now { return .rejected(reason: "deadline_unmeetable", retryAfterNanos: 0) }
+            // Too short even for an idle server: no retry can help, so it is not called overload.
+            if deadline <= now || (latency.isCalibrated && now &+ UInt64(max(0, latency.predict(size: 1))) > deadline) {
+                return .rejected(reason: Self.deadlineTooShort, retryAfterNanos: 0)
+            }
             if configuration.shedUnmeetableDeadlines && latency.isCalibrated
                 && predictedCompletion(now: now, position: queueLength) > deadline {
                 return .rejected(reason: "deadline_unmeetable", retryAfterNanos: retry)

@@ -97,7 +97,17 @@ public enum ModelDirectory {
             labelsFile: object["labels"] as? String,
             family: object["family"] as? String,
             variant: object["variant"] as? String,
-            version: (object["version"] as? String) ?? (object["version"] as? Int).map(String.init) ?? "1")
+            version: (object["version"] as? String) ?? (object["version"] as? Int).map(String.init) ?? "1",
+            accuracy: try accuracy(object["accuracy"], name: name),
+            accuracyDataset: object["accuracy_dataset"] as? String)
+    }
+
+    static func accuracy(_ value: Any?, name: String) throws -> Double? {
+        guard let value else { return nil }
+        guard let a = (value as? Double) ?? (value as? Int).map(Double.init), a >= 0, a <= 1 else {
+            throw MetadataError("\(name): \"accuracy\" must be a number between 0 and 1")
+        }
+        return a
     }
 
     static func parsePreprocessing(_ o: [String: Any], name: String) throws -> Preprocessing {

@@ -7,8 +7,11 @@ import GlimpseTensor
 /// ```json
 /// { "preprocessing": "imagenet",            // a preset name, or an object (see `Preprocessing`)
 ///   "labels": "imagenet_classes.txt",       // path relative to the model folder
-///   "family": "squeezenet1.1", "variant": "fp32", "version": "1" }
+///   "family": "squeezenet1.1", "variant": "fp32", "version": "1",
+///   "accuracy": 0.581, "accuracy_dataset": "ImageNet val (top-1)" }
 /// ```
+/// `accuracy` (0…1) ranks the variants of a family for dynamic selection; without it a variant ranks
+/// below every variant that has one.
 /// A folder may instead hold a `models.json` manifest: `{"models": {"<name>": {"file": …, "preprocessing": …}}}`.
 public struct ModelMetadata: Sendable, Hashable {
     public var name: String
@@ -18,9 +21,15 @@ public struct ModelMetadata: Sendable, Hashable {
     public var family: String
     public var variant: String
     public var version: String
+    /// Measured top-1 accuracy (0…1) and the data set it was measured on.
+    public var accuracy: Double?
+    public var accuracyDataset: String?
 
     public init(name: String, file: String, preprocessing: Preprocessing, labelsFile: String? = nil,
-                family: String? = nil, variant: String? = nil, version: String = "1") {
+                family: String? = nil, variant: String? = nil, version: String = "1",
+                accuracy: Double? = nil, accuracyDataset: String? = nil) {
+        self.accuracy = accuracy
+        self.accuracyDataset = accuracyDataset
         self.name = name
         self.file = file
         self.preprocessing = preprocessing

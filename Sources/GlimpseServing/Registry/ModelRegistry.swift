@@ -42,7 +42,7 @@ public final class ModelRegistry: @unchecked Sendable {
 
     private func loadUnrecorded(_ metadata: ModelMetadata, directory: String) throws -> LoadedModel {
         let path = (directory as NSString).appendingPathComponent(metadata.file)
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).resolvingSymlinksInPath) else {
             throw ServingError.modelUnavailable("model file \(metadata.file) not found")
         }
         let compiled = try ONNXLoader.load(path: path, options: EngineOptions(threads: configuration.engineThreads))

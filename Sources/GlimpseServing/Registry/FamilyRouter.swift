@@ -1,0 +1,113 @@
+import Foundation
+
+/// Turns the `model` of a request into the loaded variant that serves it, and says why.
+///
+/// `model` may name a variant exactly (served as asked, reason `requested`), a family (its variants
+/// compete: an A/B split when one is set, else `VariantSelector`), or `auto` (the default family).
+final class FamilyRouter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var states: [String: VariantSelector.State] = [:]
+    private var traffic: [String: [(variant: String, weight: Int)]] = [:]
+    let policy: VariantSelector.Policy
+
+    init(policy: VariantSelector.Policy = .init()) { self.policy = policy }
+
+    struct Route {
+        var model: LoadedModel
+        var reason: String
+    }
+
+    func route(_ requested: String, registry: ModelRegistry, defaultFamily: String?, deadlineNanos: UInt64?,
+               minAccuracy: Double?, clientID: String?, now: UInt64) throws -> Route {
+        if let exact = registry.model(named: requested) {
+            if let minAccuracy, (exact.metadata.accuracy ?? -1) < minAccuracy {
+                throw ServingError.badParameter("model \(requested) has \(exact.metadata.accuracy.map { "a measured accuracy of \($0)" } ?? "no measured accuracy"), below min_accuracy \(minAccuracy)")
+            }
+            return Route(model: exact, reason: "requested")
+        }
+        let all = registry.all
+        let family: String
+        if requested == "auto" {
+            let families = Set(all.map(\.metadata.family)).sorted()
+            if let defaultFamily {
+                family = defaultFamily
+            } else if families.count == 1 {
+                family = families[0]
+            } else {
+                throw ServingError.badParameter("\"auto\" needs --default-family when several families are loaded (loaded: \(families.joined(separator: ", ")))")
+            }
+        } else {
+            family = requested
+        }
+        let variants = all.filter { $0.metadata.family == family }
+        guard !variants.isEmpty else {
+            let known = (Set(all.map(\.name)).union(all.map(\.metadata.family))).sorted().joined(separator: ", ")
+            throw ServingError.unknownModel("unknown model \"\(requested)\"; loaded models and families: \(known.isEmpty ? "none" : known)")
+        }
+        let candidates = variants.map {
+            VariantSelector.Candidate(name: $0.name, accuracy: $0.metadata.accuracy, predictedNanos: $0.queue.predictedWaitNanos(now: now))
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        if let arms = traffic[family], let arm = pickArm(arms, clientID: clientID),
+           let model = variants.first(where: { $0.name == arm }),
+           minAccuracy.map({ (model.metadata.accuracy ?? -1) >= $0 }) ?? true {
+            let predicted = candidates.first { $0.name == arm }?.predictedNanos
+            // The arm serves unless it is predicted to miss the deadline; then the selector decides.
+            var missesDeadline = false
+            if let deadline = deadlineNanos, let p = predicted { missesDeadline = p > deadline }
+            if !missesDeadline { return Route(model: model, reason: "ab_split") }
+        }
+        guard let choice = VariantSelector.select(candidates, deadlineNanos: deadlineNanos, minAccuracy: minAccuracy,
+                                                  state: states[family] ?? .init(), now: now, policy: policy),
+              let model = variants.first(where: { $0.name == choice.name }) else {
+            let best = variants.compactMap(\.metadata.accuracy).max()
+            throw ServingError.badParameter("no variant of \(family) meets min_accuracy \(minAccuracy ?? 0) (best measured: \(best.map { "\($0)" } ?? "none"))")
+        }
+        states[family] = choice.state
+        return Route(model: model, reason: choice.reason.rawValue)
+    }
+
+    /// Sets (or, with no weights, clears) the A/B split of a family: variant name → weight.
+    func setTraffic(family: String, weights: [String: Int], registry: ModelRegistry) throws {
+        let names = Set(registry.all.filter { $0.metadata.family == family }.map(\.name))
+        guard !names.isEmpty else { throw ServingError.unknownModel("no loaded family \"\(family)\"") }
+        for (name, weight) in weights {
+            guard names.contains(name) else { throw ServingError.badParameter("\(name) is not a loaded variant of \(family) (variants: \(names.sorted().joined(separator: ", ")))") }
+            guard weight >= 0, weight <= 1_000_000 else { throw ServingError.badParameter("weights must be integers from 0 to 1000000") }
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        if weights.isEmpty || weights.values.allSatisfy({ $0 == 0 }) {
+            traffic[family] = nil
+        } else {
+            traffic[family] = weights.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        }
+    }
+
+    func trafficSnapshot() -> [String: [String: Int]] {
+        lock.lock()
+        defer { lock.unlock() }
+        return traffic.mapValues { Dictionary(uniqueKeysWithValues: $0.map { ($0.variant, $0.weight) }) }
+    }
+
+    /// The arm of a weighted split: a stable hash of `clientID` when given (the same client always
+    /// lands on the same arm), else a random draw.
+    func pickArm(_ arms: [(variant: String, weight: Int)], clientID: String?) -> String? {
+        let total = arms.reduce(0) { $0 + $1.weight }
+        guard total > 0 else { return nil }
+        var ticket: Int
+        if let clientID {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+            for b in clientID.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            ticket = Int(h % UInt64(total))
+        } else {
+            ticket = Int.random(in: 0..<total)
+        }
+        for arm in arms {
+            if ticket < arm.weight { return arm.variant }
+            ticket -= arm.weight
+        }
+        return arms.last?.variant
+    }
+}
