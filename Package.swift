@@ -53,6 +53,7 @@ let package = Package(
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine"], swiftSettings: computeSettings),
         .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
+        .target(name: "GlimpseQuantize", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage"], swiftSettings: computeSettings),
 
         // Service layers.
         .target(
@@ -86,6 +87,7 @@ let package = Package(
             name: "glimpse",
             dependencies: [
                 "GlimpseServer",
+                "GlimpseQuantize",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -123,6 +125,7 @@ let package = Package(
             swiftSettings: cpuSettings
         ),
 
+        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
         .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseONNX"], swiftSettings: cpuSettings),

@@ -126,7 +126,7 @@ public final class InferenceService: Sendable {
         if let deadline, decoded >= deadline {
             throw ServingError.deadlineExceeded("the deadline passed while the image was decoded (\(String(format: "%.1f", Double(decoded - start) / 1e6)) ms)")
         }
-        let item = try await queue.submit(tensor, deadline: deadline)
+        let item = try await submit(tensor, to: model, deadline: deadline)
         let end = monotonicNanos()
         ServingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
         ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
@@ -144,6 +144,24 @@ public final class InferenceService: Sendable {
             timing: StageTiming(queue: Double(item.queueNanos) / 1e6, decode: Double(decoded - start) / 1e6,
                                 inference: Double(item.inferenceNanos) / 1e6, total: Double(end - start) / 1e6),
             batchSize: item.batchSize, image: info, energyMillijoules: joules * 1000)
+    }
+
+    /// Submits to the model's queue. If that version was replaced (hot reload) between routing and
+    /// submission, its queue no longer accepts work: the request moves to the version now loaded
+    /// under the same name, so a reload fails no request.
+    func submit(_ tensor: Tensor, to model: LoadedModel, deadline: UInt64?) async throws -> BatchItemResult {
+        var target = model
+        while true {
+            do {
+                return try await target.queue.submit(tensor, deadline: deadline)
+            } catch ServingError.modelUnavailable(let why) where target.queue.isStopping {
+                guard let newer = registry.model(named: target.name), newer !== target,
+                      newer.queue.itemShape == target.queue.itemShape, newer.queue.inputDType == target.queue.inputDType else {
+                    throw ServingError.modelUnavailable(why)
+                }
+                target = newer
+            }
+        }
     }
 
     /// Sets or clears the A/B split of a family (variant name → weight).

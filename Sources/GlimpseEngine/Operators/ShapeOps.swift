@@ -71,6 +71,18 @@ public final class GatherOp: Operator {
         if let c = idx.count > 0 ? Optional(idx) : nil, c.dtype != .int64 && c.dtype != .int32 {
             throw EngineError("indices must be integers")
         }
+        if innerBytes == 4 && outer == 1 {
+            // One 32-bit element per index (a look-up table: k-means weights folded at load).
+            return ClosureKernel { _ in
+                let indices = idx.int64Values()
+                let src = data.rawPointer.assumingMemoryBound(to: UInt32.self)
+                let dst = out.rawPointer.assumingMemoryBound(to: UInt32.self)
+                for (o, raw) in indices.enumerated() {
+                    let j = raw < 0 ? Int(raw) + n : Int(raw)
+                    dst[o] = j >= 0 && j < n ? src[j] : 0
+                }
+            }
+        }
         return ClosureKernel { _ in
             let indices = idx.int64Values()
             var o = 0

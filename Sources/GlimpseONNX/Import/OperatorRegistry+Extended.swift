@@ -8,6 +8,15 @@ extension OperatorRegistry {
         r["Shape"] = { a in ShapeOp(start: try a.int("start", 0), end: a.find("end") != nil ? try a.int("end", 0) : nil) }
         r["ConstantOfShape"] = { a in ConstantOfShapeOp(value: try a.tensor("value")) }
         r["Gather"] = { a in GatherOp(axis: try a.int("axis", 0)) }
+        r["Cast"] = { a in
+            // TensorProto.DataType: FLOAT 1, UINT8 2, INT8 3, INT16 5, INT32 6, INT64 7, BOOL 9,
+            // FLOAT16 10, DOUBLE 11, UINT32 12, UINT64 13.
+            let to = try a.int("to", 0)
+            let types: [Int: DType] = [1: .float32, 2: .uint8, 3: .int8, 5: .int64, 6: .int32, 7: .int64,
+                                       9: .bool, 10: .float32, 11: .float32, 12: .int64, 13: .int64]
+            guard let dtype = types[to] else { throw a.error("cast to data type \(to) is not supported") }
+            return CastOp(to: dtype, roundsToHalf: to == 10)
+        }
         r["Transpose"] = { a in TransposeOp(perm: try a.ints("perm")) }
         r["Split"] = { a in
             SplitOp(axis: try a.int("axis", 0), sizes: try a.ints("split"), outputCount: a.node.outputs.count)

@@ -32,6 +32,7 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var idleTimer: Scheduled<Void>?
     private var graceTimer: Scheduled<Void>?
+    private var pingTimer: Scheduled<Void>?
     private let idleTimeout: TimeAmount?
     private let gracefulCloseTimeout: TimeAmount
     private let eventLoop: any EventLoop
@@ -50,6 +51,7 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         graceTimer?.cancel()
+        pingTimer?.cancel()
         self.context = nil
     }
 
@@ -89,11 +91,18 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
         context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(ping, ack: false))), promise: nil)
         context.flush()
-        // A client that never acknowledges the PING still gets its final GOAWAY.
+        // A client that does not acknowledge the PING within a few seconds gets its final GOAWAY anyway
+        // (and the connection closes then if it has no open stream); the grace timer bounds the rest.
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        pingTimer = context.eventLoop.scheduleTask(in: min(.seconds(5), gracefulCloseTimeout)) {
+            let manager = bound.value
+            if case .goingAway = manager.phase, let context = manager.context { manager.sendFinalGoAway(context: context) }
+        }
         scheduleGraceTimer(context: context)
     }
 
     private func sendFinalGoAway(context: ChannelHandlerContext) {
+        pingTimer?.cancel()
         phase = .finalGoAwaySent
         context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))), promise: nil)
         context.flush()

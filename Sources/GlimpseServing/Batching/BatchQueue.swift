@@ -74,6 +74,32 @@ final class BatchQueue: @unchecked Sendable {
         }
     }
 
+    /// Warms the model up and seeds the latency model before the queue takes traffic: runs a batch of
+    /// one and the largest batch once to warm up (plans, caches), then once more each, measured.
+    /// A model that fails here is not put in service.
+    func calibrate() throws {
+        condition.lock()
+        let largest = scheduler.configuration.allowedBatchSizes?.max() ?? scheduler.configuration.maxBatchSize
+        condition.unlock()
+        for n in Set([1, max(1, largest)]).sorted() {
+            let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
+            _ = try model.run([input])
+            let start = monotonicNanos()
+            _ = try model.run([input])
+            let nanos = monotonicNanos() - start
+            condition.lock()
+            scheduler.observeCalibration(size: n, durationNanos: nanos)
+            condition.unlock()
+        }
+    }
+
+    /// True once the queue takes no more work (replaced, unloaded or shutting down).
+    var isStopping: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopping
+    }
+
     var queueLength: Int {
         condition.lock()
         defer { condition.unlock() }

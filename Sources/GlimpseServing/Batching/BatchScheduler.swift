@@ -176,6 +176,11 @@ public struct BatchScheduler: Sendable {
     }
 
     /// A worker finished a batch of `size` items that took `durationNanos`.
+    /// A measured run outside the queue (warm-up calibration) teaches the latency model.
+    public mutating func observeCalibration(size: Int, durationNanos: UInt64) {
+        latency.observe(size: size, nanos: Double(durationNanos))
+    }
+
     public mutating func batchDone(size: Int, durationNanos: UInt64, now: UInt64) {
         idleWorkers = min(workers, idleWorkers + 1)
         if let i = busyUntil.indices.min(by: { busyUntil[$0] < busyUntil[$1] }) { busyUntil.remove(at: i) }

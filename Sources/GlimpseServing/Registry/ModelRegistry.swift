@@ -54,6 +54,14 @@ public final class ModelRegistry: @unchecked Sendable {
         let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel) { cost in
             ServingMetrics.recordBatch(model: name, variant: variant, size: cost.size, nanos: cost.wallNanos, oldestWaitNanos: cost.oldestWaitNanos)
         }
+        // A new version serves only once it has run: warm-up and latency calibration happen here,
+        // while the old version (if any) keeps serving.
+        do {
+            try queue.calibrate()
+        } catch {
+            queue.shutdown()
+            throw ServingError.modelUnavailable("model \(metadata.name) failed its warm-up run: \(error)")
+        }
         let loaded = LoadedModel(metadata: metadata, model: compiled, labels: labels,
                                  fileBytes: (attributes[.size] as? Int) ?? 0, queue: queue)
         lock.lock()
@@ -88,9 +96,19 @@ public final class ModelRegistry: @unchecked Sendable {
             }
             throw ServingError.modelUnavailable("no model named \(name) in the model folder")
         }
-        let loaded = try load(metadata, directory: directory)
-        logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)"])
-        return loaded
+        do {
+            let loaded = try load(metadata, directory: directory)
+            logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)"])
+            return loaded
+        } catch let error as ServingError {
+            throw error
+        } catch {
+            // The running version, if any, keeps serving. The message names the file, not the folder.
+            logger.warning("model \(name) failed to load: \(error)")
+            let detail = "\(error)".replacingOccurrences(of: (directory as NSString).standardizingPath + "/", with: "")
+                .replacingOccurrences(of: directory + "/", with: "")
+            throw ServingError.modelUnavailable("model \(name) cannot be loaded from \(metadata.file): \(detail)")
+        }
     }
 
     /// Removes a model. Requests still waiting in its queue get -32002 (model unavailable) at once;

@@ -452,6 +452,8 @@ public final class H2Connection: @unchecked Sendable {
             tls.close()
             try? flush()
         }
+        // The peer sees the end at once, not when this object is freed.
+        socket.shutdownBoth()
         lock.lock()
         loopClosed = true
         _closeReason = reason

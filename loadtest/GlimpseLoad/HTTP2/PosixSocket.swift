@@ -79,6 +79,11 @@ final class PosixSocket {
         }
     }
 
+    /// Ends the TCP connection in both directions now; the descriptor itself is closed in `deinit`.
+    func shutdownBoth() {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
     deinit { Glibc.close(fd) }
 }
 

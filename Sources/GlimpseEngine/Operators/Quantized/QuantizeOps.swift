@@ -27,6 +27,23 @@ public final class QuantizeOp: Operator {
         let channels = p.isPerTensor ? 1 : dims[a]
         let out = ctx.outputs[0].f32, n = x.count, quantize = isQuantize
         let source = x
+        if !quantize && (source.dtype == .int8 || source.dtype == .uint8) && n % (inner * channels) == 0 {
+            // Constant integer weights (folded at load): (q − zp) · scale, channel by channel.
+            let signed = source.dtype == .int8
+            let q = source.rawPointer.assumingMemoryBound(to: UInt8.self)
+            return ClosureKernel { _ in
+                var i = 0
+                for _ in 0..<(n / (inner * channels)) {
+                    for c in 0..<channels {
+                        let s = p.scale(c), zp = Float(p.zeroPoint(c))
+                        for _ in 0..<inner {
+                            out[i] = ((signed ? Float(Int8(bitPattern: q[i])) : Float(q[i])) - zp) * s
+                            i += 1
+                        }
+                    }
+                }
+            }
+        }
         return ClosureKernel { _ in
             // Integer inputs (constants) are made centered first.
             let centered = source.dtype == .float32 || quantize ? nil : QuantParams.centered(source, p, axis: a)

@@ -1,0 +1,82 @@
+import Foundation
+import GlimpseLoad
+import GlimpseRPC
+import XCTest
+
+/// `models.load` replaces a running model without failing a request, and refuses a corrupt file while
+/// the old version keeps serving.
+final class HotReloadTests: XCTestCase {
+    func folderWithCopiedMNIST() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-reload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.copyItem(atPath: try SharedData.path("models/mnist-8.onnx"), toPath: dir.appendingPathComponent("mnist-8.onnx").path)
+        try #"{"preprocessing": "mnist", "family": "digits", "variant": "mnist-8", "version": "1"}"#
+            .write(to: dir.appendingPathComponent("mnist-8.json"), atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    func reload(_ server: GlimpseProcess) throws -> JSONValue {
+        let reply = try ExternalClient.curl(server.base + "/rpc", body: Data(#"{"jsonrpc":"2.0","id":9,"method":"models.load","params":{"model":"mnist-8"}}"#.utf8))
+        return try JSONValue.parse([UInt8](reply.body))
+    }
+
+    func testReloadUnderSteadyLoadFailsNoRequest() async throws {
+        let dir = try folderWithCopiedMNIST()
+        let server = try GlimpseProcess(arguments: ["--models", dir.path])
+        defer { server.stop() }
+        let client = try H2Client(host: "127.0.0.1", port: server.port, requestTimeout: 30)
+        defer { client.close() }
+        let body = [UInt8](RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
+        let stop = Date().addingTimeInterval(4)
+        async let load: [Int] = withTaskGroup(of: [Int].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var codes: [Int] = []
+                    while Date() < stop && codes.count < 5000 {
+                        guard let r = try? await client.post(path: "/rpc", headers: [("content-type", "application/json")], body: body),
+                              let json = try? JSONValue.parse(r.body) else { codes.append(-1); continue }
+                        if json["result"]?["predictions"]?[0]?["label"]?.stringValue == "6" { codes.append(0) } else {
+                            codes.append(json["error"]?["code"]?.intValue ?? -2)
+                        }
+                    }
+                    return codes
+                }
+            }
+            var all: [Int] = []
+            for await c in group { all += c }
+            return all
+        }
+        var reloads = 0
+        while Date() < stop.addingTimeInterval(-0.5) {
+            try await Task.sleep(nanoseconds: 400_000_000)
+            let reply = try reload(server)
+            XCTAssertEqual(reply["result"]?["name"]?.stringValue, "mnist-8", reply.jsonString)
+            reloads += 1
+        }
+        let codes = await load
+        XCTAssertGreaterThanOrEqual(reloads, 5)
+        XCTAssertGreaterThan(codes.count, 100, "steady load must have run")
+        XCTAssertEqual(codes.filter { $0 != 0 }.count, 0, "failed requests during \(reloads) reloads: \(Dictionary(grouping: codes.filter { $0 != 0 }, by: { $0 }).mapValues(\.count))")
+        XCTAssertTrue(server.log.contains("loaded model"))
+        client.close()
+        let started = Date()
+        XCTAssertEqual(server.stop(timeout: 20), 0, "clean exit after the reloads")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+    }
+
+    func testCorruptReplacementIsRefusedAndTheOldVersionKeepsServing() throws {
+        let dir = try folderWithCopiedMNIST()
+        let server = try GlimpseProcess(arguments: ["--models", dir.path])
+        defer { server.stop() }
+        let file = dir.appendingPathComponent("mnist-8.onnx")
+        var bytes = try Data(contentsOf: file)
+        bytes = bytes.prefix(bytes.count / 3)  // truncated upload
+        try bytes.write(to: file)
+        let reply = try reload(server)
+        XCTAssertEqual(reply["error"]?["code"]?.intValue, -32002, reply.jsonString)
+        XCTAssertFalse(reply.jsonString.contains(dir.path), "no server paths in the error")
+        let ok = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
+        XCTAssertEqual(try JSONValue.parse([UInt8](ok.body))["result"]?["predictions"]?[0]?["label"]?.stringValue, "6")
+    }
+}
