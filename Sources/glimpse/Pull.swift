@@ -33,7 +33,7 @@ extension Models {
                 print("catalog: \(source)")
                 for n in cat.names {
                     let e = cat.entries[n]!
-                    let size = e.model.size.map { String(format: "%.1f MB", Double($0) / 1e6) } ?? "?"
+                    let size = e.model.size.map { PullReporter.mb(Int64($0)) } ?? "?"
                     print("\(n)\t\(size)\t\(e.model.url.absoluteString)")
                 }
                 if name == nil && !list { throw ValidationError("name a model to pull") }
@@ -142,5 +142,7 @@ final class PullReporter: @unchecked Sendable {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
-    static func mb(_ bytes: Int64) -> String { String(format: "%.1f MB", Double(bytes) / 1e6) }
+    static func mb(_ bytes: Int64) -> String {
+        bytes < 1_000_000 ? String(format: "%.1f kB", Double(bytes) / 1e3) : String(format: "%.1f MB", Double(bytes) / 1e6)
+    }
 }

@@ -183,6 +183,7 @@ final class ModelPullTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("HTTP 404"), "\(error)")
         }
         XCTAssertFalse(exists("mnist-8.onnx"))
+        XCTAssertFalse(exists("mnist-8.onnx.part"), "an empty part is not kept")
     }
 
     func testStalledServerTimesOut() throws {

@@ -78,7 +78,13 @@ public final class HTTPDownloader: @unchecked Sendable {
             try? handle.close()
             return try download(url, to: partPath, expectedSize: expectedSize, progress: progress)
         }
-        if let error = task.failure { throw error }
+        if let error = task.failure {
+            // Keep a partial download for the next attempt, but not an empty file.
+            if (try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) == 0 {
+                try? FileManager.default.removeItem(atPath: partPath)
+            }
+            throw error
+        }
         return Outcome(status: task.status, resumedFrom: task.resumedFrom, bytes: task.written)
     }
 }
