@@ -46,6 +46,7 @@ let package = Package(
         .systemLibrary(name: "CSPNG", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Compute layers.
         .target(name: "GlimpseTensor", swiftSettings: computeSettings),
@@ -59,7 +60,7 @@ let package = Package(
         .target(
             name: "GlimpseServing",
             dependencies: [
-                "GlimpseEngine", "GlimpseONNX", "GlimpseImage",
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -3,7 +3,7 @@
 # tests use: curl, nghttp and h2load (nghttp2-client), nghttpd (nghttp2-server), promtool and
 # prometheus, headless chromium (status page), openssl (test certificates).
 set -euo pipefail
-need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev pkg-config)
+need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
   need+=(curl nghttp2-client nghttp2-server prometheus chromium openssl)
 fi

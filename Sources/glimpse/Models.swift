@@ -3,7 +3,7 @@ import Foundation
 import GlimpseServing
 
 struct Models: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage models.", subcommands: [List.self])
+    static let configuration = CommandConfiguration(abstract: "Manage models.", subcommands: [List.self, Pull.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Load the model folder and list what loads, with input specs.")
