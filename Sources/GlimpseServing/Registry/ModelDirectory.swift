@@ -103,7 +103,7 @@ public enum ModelDirectory {
     }
 
     static func accuracy(_ value: Any?, name: String) throws -> Double? {
-        guard let value else { return nil }
+        guard let value, !(value is NSNull) else { return nil }
         guard let a = (value as? Double) ?? (value as? Int).map(Double.init), a >= 0, a <= 1 else {
             throw MetadataError("\(name): \"accuracy\" must be a number between 0 and 1")
         }
