@@ -1,7 +1,7 @@
 import GlimpseEngine
 
 /// Protocol-buffer wire types (the low 3 bits of a field key).
-enum WireType: UInt64 {
+package enum WireType: UInt64 {
     case varint = 0
     case fixed64 = 1
     case lengthDelimited = 2
@@ -11,19 +11,25 @@ enum WireType: UInt64 {
 /// A bounds-checked cursor over protobuf wire-format bytes.
 ///
 /// Every read checks the remaining length and throws `EngineError` on truncated or malformed input;
-/// nothing here traps on file contents.
-struct ProtoReader {
-    let bytes: [UInt8]
-    private(set) var position: Int
-    let end: Int
+/// nothing here traps on file contents. Package-visible so the quantizer, which rewrites ONNX files,
+/// reads them with the same checks.
+package struct ProtoReader {
+    package let bytes: [UInt8]
+    package private(set) var position: Int
+    package let end: Int
     /// What is being read, for error messages (e.g. "GraphProto").
-    let context: String
+    package let context: String
 
-    init(bytes: [UInt8], context: String) {
+    package init(bytes: [UInt8], context: String) {
         self.bytes = bytes
         self.position = 0
         self.end = bytes.count
         self.context = context
+    }
+
+    /// A reader over `range` of `bytes` (a nested message located earlier).
+    package init(bytes: [UInt8], range: Range<Int>, context: String) {
+        self.init(bytes: bytes, position: max(0, range.lowerBound), end: min(bytes.count, range.upperBound), context: context)
     }
 
     private init(bytes: [UInt8], position: Int, end: Int, context: String) {
@@ -33,13 +39,13 @@ struct ProtoReader {
         self.context = context
     }
 
-    var isAtEnd: Bool { position >= end }
+    package var isAtEnd: Bool { position >= end }
 
-    func error(_ what: String) -> EngineError {
+    package func error(_ what: String) -> EngineError {
         EngineError("malformed protobuf in \(context) at byte \(position): \(what)")
     }
 
-    mutating func readVarint() throws -> UInt64 {
+    package mutating func readVarint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -54,7 +60,7 @@ struct ProtoReader {
     }
 
     /// Reads a field key; returns nil at the end of the message.
-    mutating func readKey() throws -> (field: Int, wire: WireType)? {
+    package mutating func readKey() throws -> (field: Int, wire: WireType)? {
         guard !isAtEnd else { return nil }
         let key = try readVarint()
         guard let wire = WireType(rawValue: key & 7) else {
@@ -65,7 +71,7 @@ struct ProtoReader {
         return (Int(field), wire)
     }
 
-    mutating func readFixed32() throws -> UInt32 {
+    package mutating func readFixed32() throws -> UInt32 {
         guard end - position >= 4 else { throw error("truncated fixed32") }
         var v: UInt32 = 0
         for i in 0..<4 { v |= UInt32(bytes[position + i]) << (8 * UInt32(i)) }
@@ -73,7 +79,7 @@ struct ProtoReader {
         return v
     }
 
-    mutating func readFixed64() throws -> UInt64 {
+    package mutating func readFixed64() throws -> UInt64 {
         guard end - position >= 8 else { throw error("truncated fixed64") }
         var v: UInt64 = 0
         for i in 0..<8 { v |= UInt64(bytes[position + i]) << (8 * UInt64(i)) }
@@ -82,7 +88,7 @@ struct ProtoReader {
     }
 
     /// Reads a length prefix and returns the byte range it covers, advancing past it.
-    mutating func readLengthDelimitedRange() throws -> Range<Int> {
+    package mutating func readLengthDelimitedRange() throws -> Range<Int> {
         let length = try readVarint()
         guard length <= UInt64(end - position) else {
             throw error("length \(length) runs past the end of the message (\(end - position) bytes left)")
@@ -93,28 +99,28 @@ struct ProtoReader {
     }
 
     /// A reader over a nested message.
-    mutating func readMessage(_ context: String) throws -> ProtoReader {
+    package mutating func readMessage(_ context: String) throws -> ProtoReader {
         let range = try readLengthDelimitedRange()
         return ProtoReader(bytes: bytes, position: range.lowerBound, end: range.upperBound, context: context)
     }
 
-    mutating func readBytes() throws -> ArraySlice<UInt8> {
+    package mutating func readBytes() throws -> ArraySlice<UInt8> {
         let range = try readLengthDelimitedRange()
         return bytes[range]
     }
 
-    mutating func readString() throws -> String {
+    package mutating func readString() throws -> String {
         String(decoding: try readBytes(), as: UTF8.self)
     }
 
-    mutating func readInt64() throws -> Int64 { Int64(bitPattern: try readVarint()) }
+    package mutating func readInt64() throws -> Int64 { Int64(bitPattern: try readVarint()) }
 
-    mutating func readFloat() throws -> Float { Float(bitPattern: try readFixed32()) }
+    package mutating func readFloat() throws -> Float { Float(bitPattern: try readFixed32()) }
 
-    mutating func readDouble() throws -> Double { Double(bitPattern: try readFixed64()) }
+    package mutating func readDouble() throws -> Double { Double(bitPattern: try readFixed64()) }
 
     /// Skips a field of the given wire type.
-    mutating func skip(_ wire: WireType) throws {
+    package mutating func skip(_ wire: WireType) throws {
         switch wire {
         case .varint: _ = try readVarint()
         case .fixed64: _ = try readFixed64()
@@ -124,7 +130,7 @@ struct ProtoReader {
     }
 
     /// Appends a repeated varint field, packed or not.
-    mutating func appendVarints(_ wire: WireType, to out: inout [Int64]) throws {
+    package mutating func appendVarints(_ wire: WireType, to out: inout [Int64]) throws {
         if wire == .lengthDelimited {
             var sub = try readMessage(context)
             while !sub.isAtEnd { out.append(try sub.readInt64()) }
@@ -136,7 +142,7 @@ struct ProtoReader {
     }
 
     /// Appends a repeated float field, packed or not.
-    mutating func appendFloats(_ wire: WireType, to out: inout [Float]) throws {
+    package mutating func appendFloats(_ wire: WireType, to out: inout [Float]) throws {
         if wire == .lengthDelimited {
             var sub = try readMessage(context)
             while !sub.isAtEnd { out.append(try sub.readFloat()) }
@@ -148,7 +154,7 @@ struct ProtoReader {
     }
 
     /// Appends a repeated double field, packed or not.
-    mutating func appendDoubles(_ wire: WireType, to out: inout [Double]) throws {
+    package mutating func appendDoubles(_ wire: WireType, to out: inout [Double]) throws {
         if wire == .lengthDelimited {
             var sub = try readMessage(context)
             while !sub.isAtEnd { out.append(try sub.readDouble()) }
