@@ -29,16 +29,8 @@ enum Routes {
         router.post("/rpc") { request, _ -> Response in
             let (context, refusal) = authenticate(request)
             if let refusal { return refusal }
-            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBody {
-                let e = RPCError.invalidRequest("request body is larger than the limit of \(maxBody) bytes")
-                return json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .contentTooLarge)
-            }
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: maxBody)
-            } catch {
-                let e = RPCError.invalidRequest("request body is larger than the limit of \(maxBody) bytes")
-                return json(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]), status: .contentTooLarge)
+            guard let body = await collectBody(request, limit: maxBody) else {
+                return json(.object(["jsonrpc": "2.0", "id": .null, "error": tooLarge(maxBody).json]), status: .contentTooLarge)
             }
             let reply = await dispatcher.handle(body: Array(buffer: body), context: context)
             var headers = HTTPFields()
@@ -53,14 +45,8 @@ enum Routes {
 
         router.post("/v1/classify") { request, _ -> Response in
             if let refusal = authenticate(request, rest: true).refusal { return refusal }
-            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBody {
-                return restError(.invalidRequest("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
-            }
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: maxBody)
-            } catch {
-                return restError(.invalidRequest("request body is larger than the limit of \(maxBody) bytes"), status: .contentTooLarge)
+            guard let body = await collectBody(request, limit: maxBody) else {
+                return restError(tooLarge(maxBody), status: .contentTooLarge)
             }
             let query = request.uri.queryParameters
             guard let model = query.get("model") else {
@@ -119,6 +105,17 @@ enum Routes {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: value.serialized())))
+    }
+
+    /// The request body, or nil when it is larger than `limit`: refused from `content-length` before
+    /// reading, else while it streams in (never buffered past the limit).
+    static func collectBody(_ request: Request, limit: Int) async -> ByteBuffer? {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { return nil }
+        return try? await request.body.collect(upTo: limit)
+    }
+
+    static func tooLarge(_ limit: Int) -> RPCError {
+        .invalidRequest("request body is larger than the limit of \(limit) bytes")
     }
 
     /// The HTTP status of `POST /v1/classify` for each JSON-RPC error code.
