@@ -115,7 +115,7 @@ struct ConvKernel: Kernel {
         let planes = batch * channels
         let slots = min(threads, planes)
         pool.parallelFor(slots) { slot in
-            let scratch = workspace + slot * scratchPerThread
+            let plane = DepthwisePlane(geometry: g, scratch: workspace + slot * scratchPerThread)
             // Contiguous runs of planes per thread (better locality than interleaving).
             let lo = planes * slot / slots, hi = planes * (slot + 1) / slots
             for p in lo..<hi {
@@ -124,9 +124,8 @@ struct ConvKernel: Kernel {
                     rowScale: scale.map { $0 + c }, roundToInteger: scale != nil,
                     residual: residual.map { $0 + p * g.outPixels }, residualStride: 0,
                     lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
-                dwconv_f32_direct(
-                    input: input + p * g.inPixels, weights: plain + c * taps, bias: bias[c],
-                    output: output + p * g.outPixels, geometry: g, epilogue: epilogue, scratch: scratch)
+                plane.run(input: input + p * g.inPixels, weights: plain + c * taps, bias: bias[c],
+                          output: output + p * g.outPixels, epilogue: epilogue)
             }
         }
     }

@@ -55,11 +55,9 @@ public final class PoolOp: Operator {
         }
         return ClosureKernel { pool in
             pool.parallelFor(slots) { slot in
-                var p = slot
-                while p < planes {
-                    pool2d_f32(input: src + p * g.inPixels, output: dst + p * g.outPixels, geometry: g,
-                               kind: kind, scratch: ws + slot * per)
-                    p += slots
+                let plane = PoolPlane(geometry: g, kind: kind, scratch: ws + slot * per)
+                for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
+                    plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels)
                 }
             }
         }

@@ -1,40 +1,11 @@
-/// Direct depthwise convolution of one channel plane with SIMD16 over output columns.
-///
-/// The plane is first copied into `scratch` with its zero padding, and for stride s > 1 with each
-/// padded row split into s phases (columns ≡ 0, 1, … mod s), so that every window tap is a
-/// contiguous, unconditional 16-float load. Bias, requantization, residual and activation are
-/// fused into the store (`GemmEpilogue` with row 0, column = output pixel index).
+/// Direct depthwise convolution of one channel plane, SIMD16 over the flat output of `PhasePlanes`:
+/// the plane is copied once into its padded, stride-phase-split form, every tap of every output
+/// vector is then one unconditional load and one FMA, and the valid columns are compacted into the
+/// output through the fused epilogue (bias, requantization, residual, clamp, swish).
 public enum DepthwiseConv {
-    /// Floats of scratch needed for one plane.
+    /// Floats of scratch needed for one plane (phase planes, flat output, tap offsets).
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        PaddedPlane.scratchCount(g) + 2 * g.kernelHeight * g.kernelWidth + 2
-    }
-
-    @inline(__always)
-    static func paddedWidth(_ g: ConvGeometry) -> Int {
-        (g.outWidth - 1) * g.strideW + (g.kernelWidth - 1) * g.dilationW + 1
-    }
-
-    /// Length of one phase row: a multiple of 16, with at least 16 floats of slack for the last vector.
-    @inline(__always)
-    static func phaseWidth(_ g: ConvGeometry) -> Int {
-        ((paddedWidth(g) + g.strideW - 1) / g.strideW + 15) / 16 * 16 + 16
-    }
-
-    /// Offset of each tap from an output vector's window origin in the padded, phase-split copy.
-    @inline(__always)
-    static func tapOffsets(_ g: ConvGeometry, _ offsets: UnsafeMutablePointer<Int>) {
-        let s = g.strideW, pw = phaseWidth(g), rowStride = pw * s
-        var t = 0
-        for kh in 0..<g.kernelHeight {
-            var phase = 0, index = 0
-            for _ in 0..<g.kernelWidth {
-                offsets[t] = kh * g.dilationH * rowStride + phase * pw + index
-                t += 1
-                phase += g.dilationW
-                while phase >= s { phase -= s; index += 1 }
-            }
-        }
+        PhasePlanes(g).scratchCount + (g.outPixels + 31) / 16 * 16 + 2 * g.kernelHeight * g.kernelWidth + 16
     }
 }
 
@@ -50,81 +21,94 @@ public func dwconv_f32_direct(
 
 /// Depthwise convolution of one channel with a fused epilogue applied as row 0, column = pixel
 /// index (`rowBias` is ignored: pass the bias; `residual`, if any, is this plane's residual).
+/// `scratch` holds `DepthwiseConv.scratchCount(g)` floats and should be 64-byte aligned.
 public func dwconv_f32_direct(
     input: UnsafePointer<Float>, weights: UnsafePointer<Float>, bias: Float,
     output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
-    epilogue e0: GemmEpilogue, scratch: UnsafeMutablePointer<Float>
+    epilogue: GemmEpilogue, scratch: UnsafeMutablePointer<Float>
 ) {
-    var e = e0
-    e.rowBias = nil
-    let s = g.strideW
-    let pw = DepthwiseConv.phaseWidth(g)
-    let rowStride = pw * s
-    PaddedPlane.fill(input: input, geometry: g, padValue: 0, scratch: scratch)
-    let taps = g.kernelHeight * g.kernelWidth
-    let offsets = UnsafeMutableRawPointer(scratch + PaddedPlane.scratchCount(g)).bindMemory(to: Int.self, capacity: taps)
-    DepthwiseConv.tapOffsets(g, offsets)
-    let ow = g.outWidth
-    let biasV = SIMD16<Float>(repeating: bias)
-    let out = DepthwiseStore(output: output, epilogue: e)
-    for oh in 0..<g.outHeight {
-        let base = UnsafePointer(scratch + oh * g.strideH * rowStride)
-        let rowPixel = oh * ow
-        var x = 0
-        // Four output vectors at a time: four independent FMA chains share each weight broadcast.
-        while x + 64 <= ow {
-            let p = base + x
-            var a0 = biasV, a1 = biasV, a2 = biasV, a3 = biasV
-            for t in 0..<taps {
-                let w = SIMD16<Float>(repeating: weights[t])
-                let r = UnsafeRawPointer(p + offsets[t])
-                a0.addProduct(w, r.loadUnaligned(as: SIMD16<Float>.self))
-                a1.addProduct(w, r.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self))
-                a2.addProduct(w, r.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self))
-                a3.addProduct(w, r.loadUnaligned(fromByteOffset: 192, as: SIMD16<Float>.self))
-            }
-            out.full(a0, rowPixel + x)
-            out.full(a1, rowPixel + x + 16)
-            out.full(a2, rowPixel + x + 32)
-            out.full(a3, rowPixel + x + 48)
-            x += 64
+    DepthwisePlane(geometry: g, scratch: scratch)
+        .run(input: input, weights: weights, bias: bias, output: output, epilogue: epilogue)
+}
+
+/// A depthwise convolution prepared for one geometry and one scratch buffer (layout and tap
+/// offsets computed once), run plane after plane.
+public struct DepthwisePlane {
+    let planes: PhasePlanes
+    let flat: UnsafeMutablePointer<Float>
+    let phases: UnsafeMutablePointer<Float>
+    let dense: UnsafeMutablePointer<Float>
+    let offsets: UnsafeMutablePointer<Int>
+    let taps: Int
+
+    /// `scratch` holds `DepthwiseConv.scratchCount(geometry)` floats, 64-byte aligned for best speed.
+    public init(geometry g: ConvGeometry, scratch: UnsafeMutablePointer<Float>) {
+        planes = PhasePlanes(g)
+        flat = scratch
+        phases = scratch + planes.flatCount
+        dense = phases + planes.phaseCount * planes.phaseSize
+        taps = g.kernelHeight * g.kernelWidth
+        offsets = UnsafeMutableRawPointer(dense + (g.outPixels + 31) / 16 * 16).bindMemory(to: Int.self, capacity: taps)
+        planes.tapOffsets(offsets)
+    }
+
+    public func run(input: UnsafePointer<Float>, weights: UnsafePointer<Float>, bias: Float,
+                    output: UnsafeMutablePointer<Float>, epilogue e0: GemmEpilogue) {
+        var e = e0
+        e.rowBias = nil
+        planes.fill(input: input, padValue: 0, phases: phases)
+        let sum = WeightedSum(weights: weights, bias: SIMD16(repeating: bias))
+        if planes.geometry.outWidth >= PhasePlanes.rowSweepMinWidth {
+            planes.sweepRows(sum, phases: phases, offsets: offsets, taps: taps, store: DepthwiseStore(output: output, epilogue: e))
+            return
         }
-        if x + 32 <= ow {
-            let p = base + x
-            var a0 = biasV, a1 = biasV
-            for t in 0..<taps {
-                let w = SIMD16<Float>(repeating: weights[t])
-                let r = UnsafeRawPointer(p + offsets[t])
-                a0.addProduct(w, r.loadUnaligned(as: SIMD16<Float>.self))
-                a1.addProduct(w, r.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self))
-            }
-            out.full(a0, rowPixel + x)
-            out.full(a1, rowPixel + x + 16)
-            x += 32
+        planes.sweep(sum, phases: phases, offsets: offsets, taps: taps, flat: flat)
+        planes.compactDense(flat, into: dense)
+        // The epilogue over the dense plane; the last vector overlaps the one before instead of a scalar tail.
+        let total = planes.geometry.outPixels
+        var i = 0
+        while i &+ 16 <= total {
+            UnsafeMutableRawPointer(output + i).storeBytes(
+                of: e.apply(UnsafeRawPointer(dense + i).loadUnaligned(as: SIMD16<Float>.self), row: 0, col: i), as: SIMD16<Float>.self)
+            i &+= 16
         }
-        while x < ow {
-            let p = base + x
-            var a0 = biasV
-            for t in 0..<taps {
-                a0.addProduct(SIMD16<Float>(repeating: weights[t]),
-                              UnsafeRawPointer(p + offsets[t]).loadUnaligned(as: SIMD16<Float>.self))
-            }
-            if x + 16 <= ow {
-                out.full(a0, rowPixel + x)
-            } else if oh + 1 < g.outHeight && x + 16 <= ow + ow {
-                // The extra lanes spill into the next output row, which is stored after this one.
-                out.full(a0, rowPixel + x)
+        if i < total {
+            if total >= 16 {
+                let last = total &- 16
+                UnsafeMutableRawPointer(output + last).storeBytes(
+                    of: e.apply(UnsafeRawPointer(dense + last).loadUnaligned(as: SIMD16<Float>.self), row: 0, col: last), as: SIMD16<Float>.self)
             } else {
-                out.partial(a0, rowPixel + x, ow - x)
+                while i < total {
+                    output[i] = e.apply(dense[i], row: 0, col: i)
+                    i &+= 1
+                }
             }
-            x += 16
         }
     }
 }
 
-/// Epilogue and store of one depthwise output vector.
-@usableFromInline
-struct DepthwiseStore {
+/// Σ weights[t]·v over the taps, starting from the bias.
+struct WeightedSum: WindowReduce {
+    let weights: UnsafePointer<Float>
+    let bias: SIMD16<Float>
+
+    @inline(__always)
+    init(weights: UnsafePointer<Float>, bias: SIMD16<Float>) {
+        self.weights = weights
+        self.bias = bias
+    }
+
+    @inline(__always)
+    func start() -> SIMD16<Float> { bias }
+
+    @inline(__always)
+    func combine(_ acc: inout SIMD16<Float>, tap: Int, _ v: SIMD16<Float>) {
+        acc.addProduct(SIMD16(repeating: weights[tap]), v)
+    }
+}
+
+/// Epilogue and store of one depthwise output vector (row sweep).
+struct DepthwiseStore: PlaneStore {
     let output: UnsafeMutablePointer<Float>
     let epilogue: GemmEpilogue
 
@@ -134,18 +118,13 @@ struct DepthwiseStore {
         self.epilogue = epilogue
     }
 
-    @_transparent
-    func full(_ v: SIMD16<Float>, _ pixel: Int) {
+    @inline(__always)
+    func full(_ v: SIMD16<Float>, y: Int, x: Int, pixel: Int) {
         UnsafeMutableRawPointer(output + pixel).storeBytes(of: epilogue.apply(v, row: 0, col: pixel), as: SIMD16<Float>.self)
     }
 
     @inline(never)
-    func partial(_ v: SIMD16<Float>, _ pixel: Int, _ valid: Int) {
-        if epilogue.residual == nil {
-            let r = epilogue.apply(v, row: 0, col: pixel)
-            for j in 0..<valid { output[pixel + j] = r[j] }
-        } else {
-            for j in 0..<valid { output[pixel + j] = epilogue.apply(v[j], row: 0, col: pixel + j) }
-        }
+    func partial(_ v: SIMD16<Float>, y: Int, x: Int, pixel: Int, valid: Int) {
+        for j in 0..<valid { output[pixel + j] = epilogue.apply(v[j], row: 0, col: pixel + j) }
     }
 }

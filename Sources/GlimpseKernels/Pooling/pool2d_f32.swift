@@ -1,5 +1,5 @@
-/// 2-D max / average pooling of one NCHW channel plane, SIMD16 over output columns, through the
-/// same padded phase-split copy as the depthwise kernel (`PaddedPlane`).
+/// 2-D max / average pooling of one NCHW channel plane, SIMD16 over the flat output of the same
+/// padded phase-split copy as the depthwise kernel (`PhasePlanes`).
 public enum PoolKind: Sendable {
     case max
     /// Average; `countIncludePad` divides by the full window even where it overlaps padding.
@@ -8,25 +8,47 @@ public enum PoolKind: Sendable {
 
 public enum Pool2D {
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        PaddedPlane.scratchCount(g) + g.outWidth + 18 + 2 * g.kernelHeight * g.kernelWidth
+        PhasePlanes(g).scratchCount + g.outWidth + 32 + g.outHeight + 16 + 2 * g.kernelHeight * g.kernelWidth
     }
 }
 
+/// Max or average over the window of one plane, through the flat sweep of `PhasePlanes` (padding
+/// is −∞ for max, 0 for average; the average divides by the per-pixel count of counted taps).
 public func pool2d_f32(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
                        kind: PoolKind, scratch: UnsafeMutablePointer<Float>) {
-    let s = g.strideW
-    let pw = DepthwiseConv.phaseWidth(g)
-    let rowStride = pw * s
-    var isMax = false
-    var includePad = true
-    switch kind {
-    case .max: isMax = true
-    case .average(let cip): includePad = cip
-    }
-    PaddedPlane.fill(input: input, geometry: g, padValue: isMax ? -.infinity : 0, scratch: scratch)
-    // Per-column count of taps inside the image (average without padding).
-    let colCount = scratch + PaddedPlane.scratchCount(g)
-    if !isMax {
+    PoolPlane(geometry: g, kind: kind, scratch: scratch).run(input: input, output: output)
+}
+
+/// Pooling prepared for one geometry and one scratch buffer (layout, tap offsets and tap counts
+/// computed once), run plane after plane.
+public struct PoolPlane {
+    let planes: PhasePlanes
+    let isMax: Bool
+    let flat: UnsafeMutablePointer<Float>
+    let phases: UnsafeMutablePointer<Float>
+    let colCount: UnsafeMutablePointer<Float>
+    let rowCount: UnsafeMutablePointer<Float>
+    let offsets: UnsafeMutablePointer<Int>
+    let taps: Int
+
+    /// `scratch` holds `Pool2D.scratchCount(geometry)` floats.
+    public init(geometry g: ConvGeometry, kind: PoolKind, scratch: UnsafeMutablePointer<Float>) {
+        var includePad = true
+        switch kind {
+        case .max: isMax = true
+        case .average(let cip):
+            isMax = false
+            includePad = cip
+        }
+        planes = PhasePlanes(g)
+        flat = scratch
+        phases = scratch + planes.flatCount
+        // Per-column and per-row counts of taps inside the image (average), then the tap offsets.
+        colCount = phases + planes.phaseCount * planes.phaseSize
+        rowCount = colCount + (g.outWidth + 16 + 15) / 16 * 16
+        taps = g.kernelHeight * g.kernelWidth
+        offsets = UnsafeMutableRawPointer(rowCount + (g.outHeight + 15) / 16 * 16).bindMemory(to: Int.self, capacity: taps)
+        planes.tapOffsets(offsets)
         for ow in 0..<g.outWidth {
             var n = 0
             for kw in 0..<g.kernelWidth {
@@ -36,41 +58,79 @@ public func pool2d_f32(input: UnsafePointer<Float>, output: UnsafeMutablePointer
             colCount[ow] = Float(includePad ? g.kernelWidth : n)
         }
         for ow in g.outWidth..<(g.outWidth + 16) { colCount[ow] = 1 }
-    }
-    let taps = g.kernelHeight * g.kernelWidth
-    let offsets = UnsafeMutableRawPointer(colCount + (g.outWidth + 17) / 2 * 2).bindMemory(to: Int.self, capacity: taps)
-    DepthwiseConv.tapOffsets(g, offsets)
-    let initial = SIMD16<Float>(repeating: isMax ? -.infinity : 0)
-    for oh in 0..<g.outHeight {
-        let outRow = output + oh * g.outWidth
-        let base = scratch + oh * g.strideH * rowStride
-        var rowCount: Float = 1
-        if !isMax {
-            var rowTaps = 0
+        for oh in 0..<g.outHeight {
+            var n = 0
             for kh in 0..<g.kernelHeight {
                 let ih = oh * g.strideH - g.padTop + kh * g.dilationH
-                if ih >= 0 && ih < g.inHeight { rowTaps += 1 }
+                if ih >= 0 && ih < g.inHeight { n += 1 }
             }
-            rowCount = Float(includePad ? g.kernelHeight : rowTaps)
+            rowCount[oh] = Float(includePad ? g.kernelHeight : n)
         }
-        var ow = 0
-        while ow < g.outWidth {
-            var acc = initial
-            let p = UnsafeRawPointer(base + ow)
-            if isMax {
-                for t in 0..<taps { acc = simdMax(acc, (p + offsets[t] * 4).loadUnaligned(as: SIMD16<Float>.self)) }
+    }
+
+    public func run(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>) {
+        planes.fill(input: input, padValue: isMax ? -.infinity : 0, phases: phases)
+        let rows = planes.geometry.outWidth >= PhasePlanes.rowSweepMinWidth
+        if isMax {
+            let store = PoolStore(output: output, colCount: nil, rowCount: nil)
+            if rows {
+                planes.sweepRows(WindowMax(), phases: phases, offsets: offsets, taps: taps, store: store)
             } else {
-                for t in 0..<taps { acc += (p + offsets[t] * 4).loadUnaligned(as: SIMD16<Float>.self) }
-                acc /= UnsafeRawPointer(colCount + ow).loadUnaligned(as: SIMD16<Float>.self) * rowCount
+                planes.sweep(WindowMax(), phases: phases, offsets: offsets, taps: taps, flat: flat)
+                planes.compact(flat, store)
             }
-            let valid = g.outWidth - ow
-            if valid >= 16 {
-                UnsafeMutableRawPointer(outRow + ow).storeBytes(of: acc, as: SIMD16<Float>.self)
+        } else {
+            let store = PoolStore(output: output, colCount: UnsafePointer(colCount), rowCount: UnsafePointer(rowCount))
+            if rows {
+                planes.sweepRows(WindowSum(), phases: phases, offsets: offsets, taps: taps, store: store)
             } else {
-                for j in 0..<valid { outRow[ow + j] = acc[j] }
+                planes.sweep(WindowSum(), phases: phases, offsets: offsets, taps: taps, flat: flat)
+                planes.compact(flat, store)
             }
-            ow += 16
         }
+    }
+}
+
+struct WindowMax: WindowReduce {
+    @inline(__always) init() {}
+    @inline(__always) func start() -> SIMD16<Float> { SIMD16(repeating: -.infinity) }
+    @inline(__always) func combine(_ acc: inout SIMD16<Float>, tap: Int, _ v: SIMD16<Float>) { acc = simdMax(acc, v) }
+}
+
+struct WindowSum: WindowReduce {
+    @inline(__always) init() {}
+    @inline(__always) func start() -> SIMD16<Float> { SIMD16() }
+    @inline(__always) func combine(_ acc: inout SIMD16<Float>, tap: Int, _ v: SIMD16<Float>) { acc += v }
+}
+
+/// Stores pooled vectors, dividing averages by (taps counted in the row) × (taps counted in the column).
+struct PoolStore: PlaneStore {
+    let output: UnsafeMutablePointer<Float>
+    let colCount: UnsafePointer<Float>?
+    let rowCount: UnsafePointer<Float>?
+
+    @inline(__always)
+    init(output: UnsafeMutablePointer<Float>, colCount: UnsafePointer<Float>?, rowCount: UnsafePointer<Float>?) {
+        self.output = output
+        self.colCount = colCount
+        self.rowCount = rowCount
+    }
+
+    @inline(__always)
+    func scaled(_ v: SIMD16<Float>, y: Int, x: Int) -> SIMD16<Float> {
+        guard let colCount, let rowCount else { return v }
+        return v / (UnsafeRawPointer(colCount + x).loadUnaligned(as: SIMD16<Float>.self) * rowCount[y])
+    }
+
+    @inline(__always)
+    func full(_ v: SIMD16<Float>, y: Int, x: Int, pixel: Int) {
+        UnsafeMutableRawPointer(output + pixel).storeBytes(of: scaled(v, y: y, x: x), as: SIMD16<Float>.self)
+    }
+
+    @inline(never)
+    func partial(_ v: SIMD16<Float>, y: Int, x: Int, pixel: Int, valid: Int) {
+        let r = scaled(v, y: y, x: x)
+        for j in 0..<valid { output[pixel + j] = r[j] }
     }
 }
 
