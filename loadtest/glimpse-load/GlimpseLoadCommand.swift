@@ -9,6 +9,7 @@ struct GlimpseLoadCommand: ParsableCommand {
         discussion: """
         Closed loop:  glimpse-load --port 8080 --images imgs/ --concurrency 1,2,4,8 --duration 10
         Open loop:    glimpse-load --port 8080 --images imgs/ --rate 200 --poisson
+        Step load:    glimpse-load --port 8080 --images imgs/ --rate 300 --rate-steps 50@20 --duration 40 --deadline-ms 100
         Own ceiling:  glimpse-load --port 8080 --path /healthz --method GET --concurrency 256 -c 2
         Over TLS:     glimpse-load --tls --host localhost --port 8443 --cacert ca.pem --images imgs/
         Every run ends at --duration or --max-requests, whichever comes first; --warmup is not counted.
@@ -25,6 +26,7 @@ struct GlimpseLoadCommand: ParsableCommand {
     @Option(help: "Closed loop: total streams in flight; a list (1,2,4) or range (1-64, powers of two) sweeps.") var concurrency: String?
     @Option(help: "Open loop: requests per second; a comma list sweeps.") var rate: String?
     @Flag(help: "Open loop with Poisson arrivals instead of a constant rate.") var poisson = false
+    @Option(name: .customLong("rate-steps"), help: "Open loop: rate changes during the measured period, RATE@SECONDS[,...] (e.g. 300@20: 300 req/s from 20 s on); needs one --rate.") var rateSteps: String?
     @Option(help: "Measured seconds per run.") var duration = 10.0
     @Option(help: "Warm-up seconds per run (not counted).") var warmup = 1.0
     @Option(help: "Maximum measured requests per run.") var maxRequests = 1_000_000
@@ -38,6 +40,7 @@ struct GlimpseLoadCommand: ParsableCommand {
     @Option(help: "Method for a body-less request (with neither --images nor --body).") var method = "GET"
     @Option(help: "Model family or variant.") var model = "squeezenet1.1"
     @Option(name: .customLong("deadline-ms"), help: "deadline_ms of each call.") var deadlineMs: Int?
+    @Option(name: .customLong("slo-ms"), help: "Latency objective in ms: successes within it (from the intended send time) are counted against all offered requests (default: --deadline-ms).") var sloMs: Double?
     @Option(name: .customLong("top-k"), help: "top_k of each call.") var topK = 5
     @Option(help: "Crop mode: center, fit or fill.") var crop = "center"
     @Option(name: .customLong("images-per-call"), help: "Images per call (more than 1 uses \"images\": [...]).") var imagesPerCall = 1
@@ -53,7 +56,7 @@ struct GlimpseLoadCommand: ParsableCommand {
         LoadOptions(host: host, port: port, tls: tls, insecure: insecure, cacert: cacert, connections: connections, threads: threads, concurrency: concurrency, rate: rate,
                     poisson: poisson, duration: duration, warmup: warmup, maxRequests: maxRequests, timeout: timeout,
                     maxOutstanding: maxOutstanding, seed: seed, images: images, body: body, path: path, method: method,
-                    model: model, deadlineMs: deadlineMs, topK: topK, crop: crop, imagesPerCall: imagesPerCall,
+                    model: model, deadlineMs: deadlineMs, sloMs: sloMs, rateSteps: rateSteps, topK: topK, crop: crop, imagesPerCall: imagesPerCall,
                     rpcBatch: rpcBatch, csv: csv, json: json, svg: svg, quiet: quiet)
     }
 

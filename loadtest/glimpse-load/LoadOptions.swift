@@ -27,6 +27,8 @@ struct LoadOptions {
     var method = "GET"
     var model = "squeezenet1.1"
     var deadlineMs: Int?
+    var sloMs: Double?
+    var rateSteps: String?
     var topK = 5
     var crop = "center"
     var imagesPerCall = 1
@@ -37,9 +39,11 @@ struct LoadOptions {
     var quiet = false
 
     func makePlan() throws -> LoadPlan {
-        let base = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
+        var base = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
                                      maxRequests: maxRequests, requestTimeout: timeout, maxOutstandingPerConnection: maxOutstanding,
                                      seed: seed, threads: threads, tls: tlsOptions)
+        base.sloMs = effectiveSLOMs
+        base.rateSteps = try steps()
         let source: LoadPlan.Source
         if images != nil && body != nil { throw LoadConfigError("give --images or --body, not both") }
         if let images {
@@ -51,9 +55,15 @@ struct LoadOptions {
             source = .plain(method: method.uppercased())
         }
         let rates = try rate.map(LoadPlan.parseRates) ?? []
+        if rateSteps != nil && rates.count != 1 { throw LoadConfigError("--rate-steps needs one --rate (the rate before the first step)") }
         let levels = try concurrency.map(LoadPlan.parseIntegers) ?? (rates.isEmpty ? [max(connections, 1)] : [])
         return try LoadPlan.make(base: base, concurrency: levels, rates: rates, poisson: poisson, source: source, path: path)
     }
+
+    /// The latency objective: `--slo-ms`, else the calls' `--deadline-ms` (nil: none).
+    var effectiveSLOMs: Double? { sloMs ?? deadlineMs.map(Double.init) }
+
+    func steps() throws -> [RateStep] { try rateSteps.map(RateStep.parseList) ?? [] }
 
     /// TLS settings from `--tls`, `--insecure` and `--cacert` (nil: h2c).
     var tlsOptions: TLSOptions? {
@@ -70,11 +80,20 @@ struct LoadOptions {
         var c = LoadConfiguration(host: host, port: port, connections: connections, duration: duration, warmup: warmup,
                                   maxRequests: maxRequests, requestTimeout: timeout, maxOutstandingPerConnection: maxOutstanding,
                                   threads: threads, tls: tlsOptions)
+        c.sloMs = effectiveSLOMs
         c.mode = .closed(concurrency: max(connections, 1))
         try c.validate()
+        let rateSteps = try steps()
         try ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs, imagesPerCall: imagesPerCall,
                             rpcBatch: rpcBatch).validate()
-        for r in try rate.map(LoadPlan.parseRates) ?? [] { c.mode = poisson ? .poisson(r) : .constantRate(r); try c.validate() }
+        let rates = try rate.map(LoadPlan.parseRates) ?? []
+        if !rateSteps.isEmpty && rates.count != 1 { throw LoadConfigError("--rate-steps needs one --rate (the rate before the first step)") }
+        for r in rates {
+            c.mode = poisson ? .poisson(r) : .constantRate(r)
+            c.rateSteps = rateSteps
+            try c.validate()
+        }
+        c.rateSteps = []
         for k in try concurrency.map(LoadPlan.parseIntegers) ?? [] { c.mode = .closed(concurrency: k); try c.validate() }
         return true
     }
@@ -171,6 +190,8 @@ enum FastArguments {
             case "method": o.method = value
             case "model": o.model = value
             case "deadline-ms": guard let v = Int(value) else { return nil }; o.deadlineMs = v
+            case "slo-ms": guard let v = Double(value) else { return nil }; o.sloMs = v
+            case "rate-steps": o.rateSteps = value
             case "top-k": guard let v = Int(value) else { return nil }; o.topK = v
             case "crop": o.crop = value
             case "images-per-call": guard let v = Int(value) else { return nil }; o.imagesPerCall = v

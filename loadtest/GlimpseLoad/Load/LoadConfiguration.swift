@@ -20,6 +20,36 @@ public enum LoadMode: Equatable, Sendable {
     }
 }
 
+/// A change of the offered rate during an open-loop run (a step load).
+public struct RateStep: Sendable, Equatable, Codable {
+    /// Seconds after the start of the measured period.
+    public var atSeconds: Double
+    /// Total requests per second from then on.
+    public var rate: Double
+
+    public init(atSeconds: Double, rate: Double) {
+        self.atSeconds = atSeconds
+        self.rate = rate
+    }
+
+    /// Parses "RATE@SECONDS[,RATE@SECONDS...]", e.g. "300@20,900@40".
+    public static func parseList(_ text: String) throws -> [RateStep] {
+        try text.split(separator: ",").map { part in
+            let pieces = part.split(separator: "@", omittingEmptySubsequences: false)
+            guard pieces.count == 2, let rate = Double(pieces[0].trimmingCharacters(in: .whitespaces)),
+                  let at = Double(pieces[1].trimmingCharacters(in: .whitespaces)) else {
+                throw LoadConfigError("a rate step is RATE@SECONDS (e.g. 300@20), got \(part)")
+            }
+            return RateStep(atSeconds: at, rate: rate)
+        }
+    }
+
+    var label: String {
+        func f(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
+        return "\(f(rate))/s@\(f(atSeconds))s"
+    }
+}
+
 /// A validated description of one run (one point of a sweep).
 public struct LoadConfiguration: Sendable {
     public var host: String
@@ -42,6 +72,12 @@ public struct LoadConfiguration: Sendable {
     public var seed: UInt64
     /// h2 over TLS with these options; nil: h2c.
     public var tls: TLSOptions?
+    /// Open loop only: changes of the rate during the measured period (the mode's rate holds before
+    /// the first step, and during warm-up).
+    public var rateSteps: [RateStep] = []
+    /// Latency objective in ms (usually the calls' `deadline_ms`): successes answered within it, from
+    /// the intended send time, are counted against every request offered. nil: not counted.
+    public var sloMs: Double?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, connections: Int = 1, mode: LoadMode = .closed(concurrency: 1),
                 duration: Double = 10, warmup: Double = 1, maxRequests: Int = 1_000_000, requestTimeout: Double = 30,
@@ -81,6 +117,33 @@ public struct LoadConfiguration: Sendable {
             guard c >= connections else { throw fail("concurrency (\(c)) must be at least the number of connections (\(connections))") }
         case .constantRate(let r), .poisson(let r):
             guard r.isFinite, r > 0, r <= 10_000_000 else { throw fail("rate must be in (0, 1e7] req/s, got \(r)") }
+        }
+        if !rateSteps.isEmpty {
+            if case .closed = mode { throw fail("rate steps apply to an open loop (--rate)") }
+            var last = 0.0
+            for step in rateSteps {
+                guard step.rate.isFinite, step.rate > 0, step.rate <= 10_000_000 else { throw fail("rate must be in (0, 1e7] req/s, got \(step.rate)") }
+                guard step.atSeconds.isFinite, step.atSeconds > last, step.atSeconds < duration else {
+                    throw fail("rate step times must increase and fall inside the duration (0, \(duration)) s, got \(step.atSeconds)")
+                }
+                last = step.atSeconds
+            }
+        }
+        if let sloMs { guard sloMs.isFinite, sloMs > 0, sloMs <= 3_600_000 else { throw fail("the SLO must be in (0, 3600000] ms, got \(sloMs)") } }
+    }
+
+    /// The arrival schedule of connection `index` in open-loop mode (nil in closed-loop mode): the
+    /// total rate split over the connections, steps included.
+    public func arrivalSchedule(ofConnection index: Int) -> ArrivalSchedule? {
+        let n = Double(connections)
+        let steps = rateSteps.map { ArrivalSchedule.Step(atNs: (warmup + $0.atSeconds) * 1e9, rate: $0.rate / n) }
+        switch mode {
+        case .closed:
+            return nil
+        case .constantRate(let rate):
+            return ArrivalSchedule(kind: .constant, rate: rate / n, offsetNs: Double(index) * 1e9 / rate, steps: steps)
+        case .poisson(let rate):
+            return ArrivalSchedule(kind: .poisson, rate: rate / n, seed: seed &+ UInt64(index) &* 7919, steps: steps)
         }
     }
 

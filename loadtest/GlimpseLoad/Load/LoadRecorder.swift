@@ -32,6 +32,12 @@ public struct LoadRecorder: Sendable {
     public var started = 0
     public var completed = 0
     public var succeeded = 0
+    /// Arrivals dropped by the client (open loop, backlog full); never sent.
+    public var dropped = 0
+    /// Latency objective in microseconds (nil: not counted) and the successes answered within it,
+    /// latency counted from the intended send time.
+    public var sloMicros: UInt64?
+    public var withinSLO = 0
     /// JSON-RPC calls answered plus images classified beyond the first of a call (one entry per result or error).
     public var calls = 0
     public var bytesReceived = 0
@@ -54,6 +60,10 @@ public struct LoadRecorder: Sendable {
     /// Latencies of `currentSecond` (not yet in `timelineStore`); meaningful while `currentSecond >= 0`.
     private var currentSecond = -1
     private var currentSecondLatency = LoadRecorder.histogram(.two)
+    /// Per-image results of successful requests by variant, per second (as `timeline`); the current
+    /// second's counts are a short list (few variants), folded in when the second changes.
+    private var timelineVariantsStore: [Int: [String: Int]] = [:]
+    private var currentSecondVariants: [(key: String, count: Int)] = []
 
     /// Responses by HTTP status.
     public var byStatus: [Int: Int] {
@@ -91,6 +101,34 @@ public struct LoadRecorder: Sendable {
         set {
             timelineStore = newValue
             currentSecond = -1
+            currentSecondVariants.removeAll()
+        }
+    }
+
+    /// Per-second counts of the variants served (results of successful requests), keyed as `timeline`.
+    public var timelineVariants: [Int: [String: Int]] {
+        get {
+            var store = timelineVariantsStore
+            if currentSecond >= 0 { Self.fold(currentSecondVariants, second: currentSecond, into: &store) }
+            return store
+        }
+        set {
+            timelineVariantsStore = newValue
+            currentSecondVariants.removeAll()
+        }
+    }
+
+    private static func fold(_ counts: [(key: String, count: Int)], second: Int, into store: inout [Int: [String: Int]]) {
+        guard !counts.isEmpty else { return }
+        for (key, count) in counts { store[second, default: [:]][key, default: 0] += count }
+    }
+
+    private mutating func countSecondVariant(_ variant: String?) {
+        let key = variant ?? "(none)"
+        if let i = currentSecondVariants.firstIndex(where: { $0.key == key }) {
+            currentSecondVariants[i].count += 1
+        } else {
+            currentSecondVariants.append((key, 1))
         }
     }
 
@@ -126,6 +164,8 @@ public struct LoadRecorder: Sendable {
             if currentSecond >= 0 {
                 Self.fold(currentSecondLatency, second: currentSecond, into: &timelineStore)
                 currentSecondLatency = Self.histogram(.two)
+                Self.fold(currentSecondVariants, second: currentSecond, into: &timelineVariantsStore)
+                currentSecondVariants.removeAll(keepingCapacity: true)
             }
             currentSecond = second
         }
@@ -165,7 +205,8 @@ public struct LoadRecorder: Sendable {
         bytesReceived += body.count
         countStatus(status)
         let success: Bool
-        if shape.matches(body) {
+        let sameShape = shape.matches(body)
+        if sameShape {
             // Same shape as the remembered body: same results, no errors; success is the status.
             calls += shape.outcome.results.count
             for result in shape.outcome.results { countVariant(result.variant) }
@@ -179,13 +220,15 @@ public struct LoadRecorder: Sendable {
         }
         guard success else { return }
         succeeded += 1
-        let total = timing.completed &- min(intendedNs, timing.completed)
-        _ = latency.record(Self.micros(total))
+        let total = Self.micros(timing.completed &- min(intendedNs, timing.completed))
+        _ = latency.record(total)
+        if let slo = sloMicros, total <= slo { withinSLO += 1 }
         if timing.headersSent > 0 {
             _ = serviceTime.record(Self.micros(timing.completed &- min(timing.headersSent, timing.completed)))
         }
         let second = timing.completed > measureStartNs ? Int((timing.completed - measureStartNs) / 1_000_000_000) : 0
-        recordTimeline(second: second, micros: Self.micros(total))
+        recordTimeline(second: second, micros: total)
+        for result in sameShape ? shape.outcome.results : scratch.results { countSecondVariant(result.variant) }
     }
 
     mutating func record(_ outcome: ResponseOutcome) {
@@ -201,6 +244,7 @@ public struct LoadRecorder: Sendable {
     /// A request that was never sent (client backlog full); counted as an error.
     public mutating func recordDropped(reason: String) {
         completed += 1
+        dropped += 1
         byTransportError[reason, default: 0] += 1
     }
 
@@ -212,15 +256,24 @@ public struct LoadRecorder: Sendable {
         started += other.started
         completed += other.completed
         succeeded += other.succeeded
+        dropped += other.dropped
+        withinSLO += other.withinSLO
+        sloMicros = sloMicros ?? other.sloMicros
         calls += other.calls
         bytesReceived += other.bytesReceived
         byStatus.merge(other.byStatus, uniquingKeysWith: +)
         byRPCError.merge(other.byRPCError, uniquingKeysWith: +)
         byTransportError.merge(other.byTransportError, uniquingKeysWith: +)
         variants.merge(other.variants, uniquingKeysWith: +)
+        // Both stores are read before either is set (setting one ends the current second of both).
         var store = timeline
+        var variantStore = timelineVariants
         for (second, h) in other.timeline { store[second, default: Self.histogram(.two)].add(h) }
+        for (second, counts) in other.timelineVariants {
+            variantStore[second, default: [:]].merge(counts, uniquingKeysWith: +)
+        }
         timeline = store
+        timelineVariants = variantStore
         lastCompletionNs = max(lastCompletionNs, other.lastCompletionNs)
     }
 }

@@ -24,21 +24,18 @@ public enum LoadRunner {
         // thread share one recorder.
         let threads = min(config.threads, connections.count)
         let recorders = (0..<threads).map { _ in SharedRecorder() }
+        if let slo = config.sloMs {
+            for shared in recorders { shared.recorder.sloMicros = UInt64((slo * 1000).rounded()) }
+        }
         for i in connections.indices {
             let share = config.maxRequests / config.connections + (i < config.maxRequests % config.connections ? 1 : 0)
             let phase = RunPhase(startNs: start, warmup: config.warmup, duration: config.duration,
                                  maxRequests: max(share, 0), drainTimeout: drain)
             let pacing: LoadDriver.Pacing
-            let perConnection = config.connections
-            switch config.mode {
-            case .closed:
+            if let schedule = config.arrivalSchedule(ofConnection: i) {
+                pacing = .open(schedule, maxOutstanding: config.maxOutstandingPerConnection)
+            } else {
                 pacing = .closed(inFlight: config.concurrency(ofConnection: i))
-            case .constantRate(let rate):
-                let schedule = ArrivalSchedule(kind: .constant, rate: rate / Double(perConnection), offsetNs: Double(i) * 1e9 / rate)
-                pacing = .open(schedule, maxOutstanding: config.maxOutstandingPerConnection)
-            case .poisson(let rate):
-                let schedule = ArrivalSchedule(kind: .poisson, rate: rate / Double(perConnection), seed: config.seed &+ UInt64(i) &* 7919)
-                pacing = .open(schedule, maxOutstanding: config.maxOutstandingPerConnection)
             }
             let driver = LoadDriver(phase: phase, pacing: pacing, corpus: prepared, progress: counter, firstIndex: i * 7,
                                     results: recorders[i % threads])
@@ -78,6 +75,10 @@ public enum LoadRunner {
         var result = RunResult(mode: config.mode, connections: config.connections, recorder: merged,
                                measureStartNs: phase.measureStartNs, measureEndNs: phase.measureEndNs)
         result.notes = notes
+        if !config.rateSteps.isEmpty {
+            result.rateSteps = config.rateSteps
+            result.mode += " then " + config.rateSteps.map(\.label).joined(separator: ", ")
+        }
         return result
     }
 

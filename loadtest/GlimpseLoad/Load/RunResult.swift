@@ -89,6 +89,8 @@ public struct TimelinePoint: Codable, Equatable, Sendable {
     public var p50: Double
     public var p99: Double
     public var max: Double
+    /// Per-image results of the second's successful requests by variant (nil when none named one).
+    public var variants: [String: Int]?
 }
 
 /// The figures of one run (one point of a sweep), ready for the table, CSV, JSON and SVG.
@@ -116,6 +118,15 @@ public struct RunResult: Codable, Equatable, Sendable {
     public var timeline: [TimelinePoint]
     /// Things the reader should know (e.g. a connection the server closed early).
     public var notes: [String] = []
+    /// Requests offered in the measured period: sent, plus arrivals the client dropped (open loop).
+    public var offered: Int?
+    /// The latency objective (ms) and the successes answered within it (from the intended send time).
+    public var sloMs: Double?
+    public var withinSLO: Int?
+    /// `withinSLO / offered`: refusals, errors, timeouts, drops and late answers all count as misses.
+    public var sloAttainment: Double?
+    /// Open loop: the rate changes during the run.
+    public var rateSteps: [RateStep]?
 
     public init(mode: LoadMode, connections: Int, recorder r: LoadRecorder, measureStartNs: UInt64, measureEndNs: UInt64) {
         self.mode = mode.label
@@ -139,11 +150,18 @@ public struct RunResult: Codable, Equatable, Sendable {
         byRPCError = r.byRPCError
         byTransportError = r.byTransportError
         variants = r.variants
+        let secondVariants = r.timelineVariants
         timeline = r.timeline.keys.sorted().compactMap { second in
             guard let h = r.timeline[second] else { return nil }
             let stats = HistogramStats(h, percentiles: [50, 99])
             return TimelinePoint(second: second, count: h.totalCount, p50: Double(stats.values[0]) / 1000,
-                                 p99: Double(stats.values[1]) / 1000, max: Double(h.max) / 1000)
+                                 p99: Double(stats.values[1]) / 1000, max: Double(h.max) / 1000, variants: secondVariants[second])
+        }
+        offered = r.started + r.dropped
+        if let slo = r.sloMicros {
+            sloMs = Double(slo) / 1000
+            withinSLO = r.withinSLO
+            sloAttainment = r.started + r.dropped > 0 ? Double(r.withinSLO) / Double(r.started + r.dropped) : 0
         }
     }
 }

@@ -20,6 +20,9 @@ public enum SummaryTable {
                 out += "  server queue     ms: mean \(fmt(r.serverQueue.mean)) p50 \(fmt(r.serverQueue.p50)) p99 \(fmt(r.serverQueue.p99))\n"
                 out += "  server inference ms: mean \(fmt(r.serverInference.mean)) p50 \(fmt(r.serverInference.p50)) p99 \(fmt(r.serverInference.p99))\n"
             }
+            if let slo = r.sloMs, let within = r.withinSLO, let offered = r.offered {
+                out += "  within \(fmt(slo, slo == slo.rounded() ? 0 : 1)) ms (SLO): \(within) of \(offered) offered (\(fmt(100 * (r.sloAttainment ?? 0)))%)\n"
+            }
             if !r.variants.isEmpty { out += "  variants: " + list(r.variants) + "\n" }
             if !r.byStatus.isEmpty { out += "  HTTP status: " + list(r.byStatus) + "\n" }
             if !r.byRPCError.isEmpty { out += "  JSON-RPC errors (code reason): " + list(r.byRPCError) + "\n" }
