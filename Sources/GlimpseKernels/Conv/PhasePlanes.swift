@@ -107,20 +107,22 @@ public struct PhasePlanes {
         let ne = min((g.inWidth + 1) / 2, rowStride - xe), no = min(g.inWidth / 2, rowStride - xo)
         let src = input + ih &* g.inWidth
         let planeEnd = input + g.inPixels
+        // Whole vectors while the source stays inside the plane; lanes past ne / no land in the
+        // padding (rewritten below) or in later rows (rewritten when those are filled).
         var j = 0
-        while j &+ 16 <= no && src + (2 &* j &+ 32) <= planeEnd {
+        while j < ne && src + (2 &* j &+ 32) <= planeEnd {
             let p = UnsafeRawPointer(src + (2 &* j))
             let v0 = p.loadUnaligned(as: SIMD16<Float>.self), v1 = p.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
             UnsafeMutableRawPointer(evenRow + (xe &+ j)).storeBytes(of: SIMD16(lowHalf: v0.evenHalf, highHalf: v1.evenHalf), as: SIMD16<Float>.self)
             UnsafeMutableRawPointer(oddRow + (xo &+ j)).storeBytes(of: SIMD16(lowHalf: v0.oddHalf, highHalf: v1.oddHalf), as: SIMD16<Float>.self)
             j &+= 16
         }
-        var k = j
+        var k = min(j, ne)
         while k < ne {
             evenRow[xe &+ k] = src[2 &* k]
             k &+= 1
         }
-        k = j
+        k = min(j, no)
         while k < no {
             oddRow[xo &+ k] = src[2 &* k &+ 1]
             k &+= 1
@@ -149,6 +151,13 @@ public struct PhasePlanes {
             UnsafeMutableRawPointer(dst + i).storeBytes(
                 of: UnsafeRawPointer(src + i).loadUnaligned(as: SIMD16<Float>.self), as: SIMD16<Float>.self)
             i &+= 16
+        }
+        if i < count && count >= 16 {
+            // The plane's end: one vector ending exactly at the last float, overlapping the previous.
+            let last = count &- 16
+            UnsafeMutableRawPointer(dst + last).storeBytes(
+                of: UnsafeRawPointer(src + last).loadUnaligned(as: SIMD16<Float>.self), as: SIMD16<Float>.self)
+            return
         }
         while i < count {
             dst[i] = src[i]
@@ -261,7 +270,9 @@ extension PhasePlanes {
             let row = phases + y &* rowStride
             let rowPixel = y &* ow
             var x = 0
-            while x &+ 64 <= ow {
+            // Four vectors at a time while they stay inside the plane: the last chunk of a row may
+            // spill into the next row, which is computed and stored after it.
+            while x < ow && rowPixel &+ x &+ 64 <= total {
                 let p = UnsafeRawPointer(row + x)
                 var a0 = reduce.start(), a1 = a0, a2 = a0, a3 = a0
                 for t in 0..<taps {

@@ -84,34 +84,38 @@ struct GemmTileStore {
         self.epilogue = epilogue
     }
 
+    /// One loop over the 2·rows half-rows with the epilogue inline: a separate per-half function
+    /// would pass each SIMD16 in four xmm registers and cost more than a small-K tile's FMAs.
     @inline(never)
     func store(_ acc: UnsafeRawPointer) {
-        for r in 0..<rows {
-            half(r, 0, acc.load(fromByteOffset: r * 128, as: SIMD16<Float>.self))
-            half(r, 16, acc.load(fromByteOffset: r * 128 + 64, as: SIMD16<Float>.self))
-        }
-    }
-
-    @inline(__always)
-    func half(_ r: Int, _ col: Int, _ acc: SIMD16<Float>) {
-        let dst = c + r * ldc + col
-        let valid = cols - col
-        if valid >= 16 {
-            var v = acc
-            if accumulate { v += UnsafeRawPointer(dst).loadUnaligned(as: SIMD16<Float>.self) }
-            if let e = epilogue { v = e.apply(v, row: r, col: col) }
-            UnsafeMutableRawPointer(dst).storeBytes(of: v, as: SIMD16<Float>.self)
-        } else if valid > 0 {
-            tail(r, col, acc, valid)
+        var r = 0
+        while r < rows {
+            var col = 0
+            while col < GemmTile.nr {
+                let valid = cols &- col
+                if valid <= 0 { break }
+                let dst = c + (r &* ldc &+ col)
+                var v = acc.load(fromByteOffset: (r &* GemmTile.nr &+ col) &* 4, as: SIMD16<Float>.self)
+                if valid >= 16 {
+                    if accumulate { v += UnsafeRawPointer(dst).loadUnaligned(as: SIMD16<Float>.self) }
+                    if let e = epilogue { v = e.apply(v, row: r, col: col) }
+                    UnsafeMutableRawPointer(dst).storeBytes(of: v, as: SIMD16<Float>.self)
+                } else {
+                    tail(r, col, acc, valid)
+                }
+                col &+= 16
+            }
+            r &+= 1
         }
     }
 
     /// Column tail (fewer than 16 valid columns), element by element.
     @inline(never)
-    func tail(_ r: Int, _ col: Int, _ acc: SIMD16<Float>, _ valid: Int) {
+    func tail(_ r: Int, _ col: Int, _ acc: UnsafeRawPointer, _ valid: Int) {
         let dst = c + r * ldc + col
+        let first = (r * GemmTile.nr + col) * 4
         for j in 0..<valid {
-            var v = acc[j]
+            var v = acc.load(fromByteOffset: first + 4 * j, as: Float.self)
             if accumulate { v += dst[j] }
             if let e = epilogue { v = e.apply(v, row: r, col: col + j) }
             dst[j] = v
