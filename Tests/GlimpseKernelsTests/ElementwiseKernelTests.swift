@@ -20,6 +20,21 @@ final class ElementwiseKernelTests: XCTestCase {
         }
     }
 
+    /// The division-free reciprocal behind sigmoid, over the whole range it is used on ([1, 6e34]),
+    /// mantissa patterns included, and sigmoid at the clamp limits.
+    func testReciprocalWithoutDivision() {
+        var rng = TestRandom(seed: 31)
+        var worst: Float = 0
+        for i in 0..<4000 {
+            let d = i < 2 ? [Float(1), 6e34][i] : Float(Foundation.pow(10, Double(rng.float() + 1) / 2 * 34.7))
+            let r = simdReciprocalPositive(SIMD16(repeating: d))[0]
+            worst = max(worst, abs(r * d - 1))
+        }
+        XCTAssertLessThan(worst, 3e-7, "largest relative error of 1/d")
+        XCTAssertEqual(simdSigmoid(SIMD16(repeating: -200))[0], 0, accuracy: 1e-30)
+        XCTAssertEqual(simdSigmoid(SIMD16(repeating: 200))[0], 1, accuracy: 1e-7)
+    }
+
     func testBinaryRows() {
         var rng = TestRandom(seed: 17)
         for n in [1, 16, 23, 70] {

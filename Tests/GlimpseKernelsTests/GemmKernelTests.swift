@@ -53,6 +53,27 @@ final class GemmKernelTests: XCTestCase {
         }
     }
 
+    /// The one-column path (1×1 convolutions of 1×1 planes) over packed A, with K and row tails,
+    /// split tile ranges and the fused epilogue (bias, residual, clamp, swish).
+    func testGemvOverPackedAMatchesReference() {
+        var rng = TestRandom(seed: 29)
+        for i in 0..<30 {
+            let m = i < 3 ? [1, 6, 1152][i] : rng.int(1...70), k = i < 3 ? [1, 3, 48][i] : rng.int(1...400)
+            let a = AlignedBuffer(rng.floats(m * k)), x = AlignedBuffer(rng.floats(k))
+            let rowBias = AlignedBuffer(rng.floats(m)), residual = AlignedBuffer(rng.floats(m))
+            let ep = GemmEpilogue(rowBias: rowBias.pointer, residual: i % 2 == 0 ? residual.pointer : nil, residualStride: 1,
+                                  lowerBound: -1, upperBound: 4, swish: i % 3 == 0)
+            let packedA = AlignedBuffer(GemmPacking.packedACount(m: m, k: k) + 16)
+            GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
+            let y = AlignedBuffer(m), ref = AlignedBuffer(m)
+            let tiles = (m + GemmTile.mr - 1) / GemmTile.mr, split = rng.int(0...tiles)
+            GemvPacked.run(m: m, k: k, packedA: packedA.pointer, x: x.pointer, y: y.pointer, yStride: 1, epilogue: ep, tiles: 0..<split)
+            GemvPacked.run(m: m, k: k, packedA: packedA.pointer, x: x.pointer, y: y.pointer, yStride: 1, epilogue: ep, tiles: split..<tiles)
+            gemm_f32_reference(m: m, n: 1, k: k, a: a.pointer, lda: k, b: x.pointer, ldb: 1, c: ref.pointer, ldc: 1, epilogue: ep)
+            assertClose(y.array, ref.array, tolerance: 1e-5, "m=\(m) k=\(k)")
+        }
+    }
+
     func testRequantizingEpilogueRoundsHalfToEven() {
         let rb = AlignedBuffer([0.5, 1.5, 2.5, -0.5, 0, 0] + [Float](repeating: 0, count: 16))
         let ep = GemmEpilogue(rowBias: rb.pointer, roundToInteger: true)

@@ -37,6 +37,10 @@ struct ConvKernel: Kernel {
             return
         }
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
+        if g.isPointwise && n == 1 {
+            runGemv(pool, packed)
+            return
+        }
         let panels = GemmDriver.panelCount(n: n)
         let images = batch * group
         // Enough tasks to keep every thread busy; each task is a contiguous run of column panels.
@@ -72,6 +76,35 @@ struct ConvKernel: Kernel {
                     }
                     task += slots
                 }
+            }
+        }
+    }
+
+    /// 1×1 convolution of a 1×1 plane (squeeze-and-excitation): matrix-vector products, the row
+    /// tiles of every image and group spread over the threads.
+    private func runGemv(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
+        let m = outPerGroup, k = geometry.patchSize
+        let tiles = (m + GemmTile.mr - 1) / GemmTile.mr
+        let images = batch * group
+        let total = images * tiles
+        let perGroupA = GemmPacking.packedACount(m: m, k: k)
+        let scalePtr = scale
+        let slots = min(threads, max(1, total / 8))
+        pool.parallelFor(slots) { slot in
+            let hi = total * (slot + 1) / slots
+            var task = total * slot / slots
+            while task < hi {
+                // The slot's tiles of image (and group) i.
+                let i = task / tiles, first = task % tiles
+                let end = min(hi, (i + 1) * tiles)
+                let grp = i % group
+                let epilogue = GemmEpilogue(
+                    rowBias: bias + grp * m, rowScale: scalePtr.map { $0 + grp * m }, roundToInteger: scalePtr != nil,
+                    residual: residual.map { $0 + i * m }, residualStride: 1,
+                    lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+                GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
+                               yStride: 1, epilogue: epilogue, tiles: first..<(first + end - task))
+                task = end
             }
         }
     }

@@ -55,7 +55,8 @@ public final class ConvOp: Operator {
         }
         let k = inPerGroup * kernel[0] * kernel[1]
         let perGroup = GemmPacking.packedACount(m: m, k: k)
-        let storage = TensorStorage(byteCount: perGroup * group * 4)
+        // 16 floats of slack: the one-column path (`GemvPacked`) reads 2 floats past a tile.
+        let storage = TensorStorage(byteCount: (perGroup * group + 16) * 4)
         let dst = storage.bytes.assumingMemoryBound(to: Float.self)
         for g in 0..<group {
             GemmPacking.packA(w.f32 + g * m * k, m: m, k: k, rowStride: k, colStride: 1, into: dst + g * perGroup)
