@@ -131,3 +131,66 @@ extension BatchSchedulerTests {
         XCTAssertEqual(refused, "queue_full")
     }
 }
+
+/// Deadlines under load: what a request's batch will really hold, and batches that would end too late.
+extension BatchSchedulerTests {
+    /// One worker, batches of up to 8, t(n) = 2n + 2 ms.
+    func calibrated(allowed: [Int]? = nil) -> BatchScheduler {
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 0, allowedBatchSizes: allowed, delayPolicy: .fixed))
+        s.observeCalibration(size: 1, durationNanos: 4 * ms)
+        s.observeCalibration(size: 8, durationNanos: 18 * ms)
+        return s
+    }
+
+    func testARequestBehindABusyWorkerIsPredictedToRunInTheBatchThatFormsMeanwhile() {
+        var s = calibrated()
+        // Arrivals every millisecond keep the worker busy: a batch of 8 runs from 0 to 18 ms.
+        for i in 0..<8 { XCTAssertEqual(s.enqueue(id: UInt64(i), now: UInt64(i) * ms), .accepted) }
+        XCTAssertEqual(s.next(now: 8 * ms), .dispatch(ids: Array(0..<8)))
+        // At 8 ms the worker is busy for 18 ms more (predicted from 8 ms: until 26 ms). A request arriving
+        // now waits for it, and the 18 requests arriving meanwhile at 1 per ms fill its batch: it runs in
+        // a batch of 8 (18 ms), not alone (4 ms): finished at 44 ms, not 30 ms.
+        XCTAssertEqual(s.predictedCompletion(now: 8 * ms, position: 0), 44 * ms)
+        guard case .rejected(let reason, _) = s.enqueue(id: 100, now: 8 * ms, deadline: 40 * ms) else { return XCTFail("expected shedding") }
+        XCTAssertEqual(reason, "deadline_unmeetable")
+        XCTAssertEqual(s.enqueue(id: 101, now: 8 * ms, deadline: 45 * ms), .accepted)
+        // Without recent arrivals nothing is expected to join: an idle queue predicts a batch of one.
+        var idle = calibrated()
+        XCTAssertEqual(idle.predictedCompletion(now: 0, position: 0), 4 * ms)
+        XCTAssertEqual(idle.enqueue(id: 1, now: 0, deadline: 5 * ms), .accepted)
+    }
+
+    func testABatchIsCutSoThatItsMembersFinishInTime() {
+        var s = calibrated()
+        // Admitted with room for a batch of one or two (t(1) = 4 ms, t(2) = 6 ms); then six more joined.
+        XCTAssertEqual(s.enqueue(id: 1, now: 0, deadline: 7 * ms), .accepted)
+        for id in 2...7 { XCTAssertEqual(s.enqueue(id: UInt64(id), now: 0, deadline: 100 * ms), .accepted) }
+        // A batch of 7 (16 ms) would answer request 1 late: the batch is cut to 2 (6 ms).
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1, 2]))
+        // With allowed sizes, the cut takes the largest allowed size that fits.
+        var a = calibrated(allowed: [1, 4, 8])
+        XCTAssertEqual(a.enqueue(id: 1, now: 0, deadline: 11 * ms), .accepted)
+        for id in 2...8 { XCTAssertEqual(a.enqueue(id: UInt64(id), now: 0), .accepted) }
+        XCTAssertEqual(a.next(now: 0), .dispatch(ids: [1, 2, 3, 4]))
+    }
+
+    func testMembersThatCannotFinishInTimeEvenAloneExpireBeforeTheBatchForms() {
+        var s = calibrated()
+        XCTAssertEqual(s.enqueue(id: 1, now: 0), .accepted)
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1]))
+        // Queued behind the running batch, each with a deadline it could meet when admitted.
+        XCTAssertEqual(s.enqueue(id: 2, now: 1 * ms, deadline: 12 * ms), .accepted)
+        XCTAssertEqual(s.enqueue(id: 3, now: 1 * ms), .accepted)
+        XCTAssertEqual(s.enqueue(id: 4, now: 1 * ms, deadline: 40 * ms), .accepted)
+        // The worker comes back late, at 9 ms: request 2 would end at 13 ms even alone.
+        s.batchDone(size: 1, durationNanos: 4 * ms, now: 9 * ms)
+        XCTAssertEqual(s.next(now: 9 * ms), .expire(ids: [2]))
+        // The batch forms without it.
+        guard case .dispatch(let ids) = s.next(now: 9 * ms) else { return XCTFail("expected a batch") }
+        XCTAssertEqual(ids, [3, 4])
+        // An uncalibrated queue cannot predict: nothing is expired before its deadline.
+        var fresh = fixed(maxBatch: 4, delayMs: 0)
+        XCTAssertEqual(fresh.enqueue(id: 1, now: 0, deadline: 1), .accepted)
+        XCTAssertEqual(fresh.next(now: 0), .dispatch(ids: [1]))
+    }
+}

@@ -42,6 +42,7 @@ final class BatchQueue: @unchecked Sendable {
     private struct Pending {
         var input: Tensor
         var enqueuedAt: UInt64
+        var deadline: UInt64?
         var continuation: CheckedContinuation<BatchItemResult, any Error>
     }
 
@@ -139,7 +140,7 @@ final class BatchQueue: @unchecked Sendable {
             let id = nextID
             switch scheduler.enqueue(id: id, now: now, deadline: deadline) {
             case .accepted:
-                pending[id] = Pending(input: input, enqueuedAt: now, continuation: continuation)
+                pending[id] = Pending(input: input, enqueuedAt: now, deadline: deadline, continuation: continuation)
                 condition.signal()
                 condition.unlock()
             case .rejected(let reason, _) where reason == BatchScheduler.deadlineTooShort:
@@ -195,9 +196,13 @@ final class BatchQueue: @unchecked Sendable {
             case .expire(let ids):
                 let expired = ids.compactMap { pending.removeValue(forKey: $0) }
                 for item in expired {
-                    let waited = Double(now - item.enqueuedAt) / 1e6
-                    item.continuation.resume(throwing: ServingError.deadlineExceeded(
-                        "the deadline passed after \(String(format: "%.1f", waited)) ms in the queue"))
+                    let waited = String(format: "%.1f", Double(now &- min(item.enqueuedAt, now)) / 1e6)
+                    if let deadline = item.deadline, deadline > now {
+                        item.continuation.resume(throwing: ServingError.deadlineExceeded(
+                            "the deadline would pass before its batch could finish (predicted), after \(waited) ms in the queue"))
+                    } else {
+                        item.continuation.resume(throwing: ServingError.deadlineExceeded("the deadline passed after \(waited) ms in the queue"))
+                    }
                 }
             case .waitUntil(let due):
                 let seconds = Double(due &- now) / 1e9

@@ -46,7 +46,8 @@ public struct BatchScheduler: Sendable {
     public enum Action: Equatable, Sendable {
         /// Run these requests as one batch now (oldest first). Marks one worker busy.
         case dispatch(ids: [UInt64])
-        /// These requests' deadlines passed while they waited: answer them with "deadline exceeded".
+        /// These requests' deadlines passed while they waited, or would pass before their batch could
+        /// finish even if they ran alone: answer them with "deadline exceeded".
         case expire(ids: [UInt64])
         /// Nothing to run before this time (a worker sleeps until then or the next event).
         case waitUntil(UInt64)
@@ -83,16 +84,27 @@ public struct BatchScheduler: Sendable {
     public var queueLength: Int { entries.count - head }
 
     /// Predicted time from `now` until a request enqueued now would finish.
+    ///
+    /// Its batch starts once a worker is free and the full batches ahead of it have gone; it then runs
+    /// with the items already behind it in its batch plus those expected to arrive before it starts
+    /// (at the recent arrival rate, up to the largest batch), since a batch takes whatever is waiting
+    /// when it is formed. Counting only the items present now would predict the run of a batch of one
+    /// for a request that, under load, runs in a full batch.
     public func predictedCompletion(now: UInt64, position: Int) -> UInt64 {
         let maxBatch = configuration.maxBatchSize
         let fullBatchesAhead = position / maxBatch
-        let ownBatch = min(position % maxBatch + 1, maxBatch)
         var waitForWorker = 0.0
         if idleWorkers == 0, let soonest = busyUntil.min() {
             waitForWorker = soonest > now ? Double(soonest - now) : 0
         }
         let perWorker = Double(fullBatchesAhead) * latency.predict(size: maxBatch) / Double(workers)
-        let total = waitForWorker + perWorker + latency.predict(size: ownBatch)
+        let start = waitForWorker + perWorker
+        var joining = 0.0
+        if meanInterarrivalNanos > 0 {
+            joining = (start / meanInterarrivalNanos).rounded(.down)
+        }
+        let ownBatch = min(Double(position % maxBatch + 1) + joining, Double(maxBatch))
+        let total = start + latency.predict(size: Int(ownBatch))
         return now &+ UInt64(max(0, total))
     }
 
@@ -137,13 +149,7 @@ public struct BatchScheduler: Sendable {
     /// What a free worker should do at time `now`. `flush` dispatches without waiting (draining).
     public mutating func next(now: UInt64, flush: Bool = false) -> Action {
         // Requests whose deadline passed in the queue are answered first.
-        let expired = entries[head...].filter { $0.deadline.map { $0 <= now } ?? false }.map(\.id)
-        if !expired.isEmpty {
-            let gone = Set(expired)
-            entries = Array(entries[head...].filter { !gone.contains($0.id) })
-            head = 0
-            return .expire(ids: expired)
-        }
+        if let expired = expire(where: { $0 <= now }) { return expired }
         guard queueLength > 0, idleWorkers > 0 else { return .idle }
         let available = queueLength
         let oldest = entries[head]
@@ -160,9 +166,30 @@ public struct BatchScheduler: Sendable {
         }
         if flush { due = now }
         guard available >= configuration.maxBatchSize || now >= due else { return .waitUntil(due) }
-        var count = min(available, configuration.maxBatchSize)
-        if let allowed = configuration.allowedBatchSizes, let fit = allowed.last(where: { $0 <= count }) {
-            count = fit
+        // Batch sizes that may be formed from what is waiting, smallest first.
+        let most = min(available, configuration.maxBatchSize)
+        var sizes = Array(1...most)
+        if let allowed = configuration.allowedBatchSizes {
+            let fit = allowed.filter { $0 <= most }
+            sizes = fit.isEmpty ? [most] : fit
+        }
+        var count = sizes[sizes.count - 1]
+        if latency.isCalibrated {
+            // Members that would finish after their deadline even in a batch of their own are answered
+            // now (deadline exceeded): a late answer is of no use, and the place goes to a request that
+            // can still make it.
+            let alone = now &+ UInt64(max(0, latency.predict(size: 1)))
+            if entries[head..<(head + count)].contains(where: { ($0.deadline ?? .max) < alone }) {
+                let members = Set(entries[head..<(head + count)].map(\.id))
+                if let late = expire(where: { $0 < alone }, among: members) { return late }
+            }
+            // A batch whose run would end after a member's deadline is cut to the largest size whose run
+            // lets every member finish in time (requests admitted when a smaller batch was predicted).
+            for size in sizes.reversed() {
+                count = size
+                let tightest = entries[head..<(head + size)].compactMap(\.deadline).min() ?? .max
+                if tightest >= now &+ UInt64(max(0, latency.predict(size: size))) { break }
+            }
         }
         let ids = entries[head..<(head + count)].map(\.id)
         head += count
@@ -173,6 +200,20 @@ public struct BatchScheduler: Sendable {
         idleWorkers -= 1
         busyUntil.append(now &+ UInt64(latency.predict(size: count)))
         return .dispatch(ids: ids)
+    }
+
+    /// Removes the waiting requests (all, or only `among`) whose deadline satisfies `isLate`, as an
+    /// `expire` action; nil when there are none.
+    private mutating func expire(where isLate: (UInt64) -> Bool, among: Set<UInt64>? = nil) -> Action? {
+        let expired = entries[head...].filter { e in
+            guard let deadline = e.deadline, isLate(deadline) else { return false }
+            return among.map { $0.contains(e.id) } ?? true
+        }.map(\.id)
+        guard !expired.isEmpty else { return nil }
+        let gone = Set(expired)
+        entries = Array(entries[head...].filter { !gone.contains($0.id) })
+        head = 0
+        return .expire(ids: expired)
     }
 
     /// A worker finished a batch of `size` items that took `durationNanos`.
