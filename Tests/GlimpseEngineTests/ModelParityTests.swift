@@ -46,6 +46,21 @@ final class ModelParityTests: XCTestCase {
         XCTAssertLessThan(relativeError(single.floats(), Array(batch.floats()[2000..<3000])), 1e-5)
     }
 
+    /// The same with residual adds, 7×7 planes (batch folded into the 1×1 GEMMs, tiles straddling
+    /// images) and depthwise layers: MobileNetV2, batch of 3 distinct images.
+    func testBatchMatchesSingleItemsWithFoldedPointwise() throws {
+        let m = try ONNXLoader.load(path: try SharedData.path("models/arch/mobilenet_v2.onnx"))
+        let input = Tensor(shape: [3, 3, 224, 224], dtype: .float32)
+        for i in 0..<input.count { input.f32[i] = Float((i * 7919) % 1000) / 500 - 1 }
+        let batch = try m.run([input])[0]
+        for item in 0..<3 {
+            let one = Tensor(shape: [1, 3, 224, 224], dtype: .float32)
+            one.rawPointer.copyMemory(from: input.item(item).rawPointer, byteCount: one.byteCount)
+            let single = try m.run([one])[0]
+            XCTAssertLessThan(relativeError(single.floats(), Array(batch.floats()[(item * 1000)..<(item * 1000 + 1000)])), 1e-5)
+        }
+    }
+
     func testConcurrentRuns() throws {
         let m = try ONNXLoader.load(path: try SharedData.path("models/squeezenet1.1.onnx"), options: EngineOptions(threads: 2))
         let input = try SharedData.npy("reference/squeezenet1.1/input.npy")

@@ -41,6 +41,10 @@ struct ConvKernel: Kernel {
             runGemv(pool, packed)
             return
         }
+        if g.isPointwise && group == 1 && batch > 1 && n >= GemmTile.nr {
+            runFolded(pool, packed)
+            return
+        }
         let panels = GemmDriver.panelCount(n: n)
         let images = batch * group
         // Enough tasks to keep every thread busy; each task is a contiguous run of column panels.
@@ -76,6 +80,30 @@ struct ConvKernel: Kernel {
                     }
                     task += slots
                 }
+            }
+        }
+    }
+
+    /// 1×1 convolution with the batch folded into N: one GEMM over batch·H·W columns, so the
+    /// column tail of a small plane (49 of 64 columns at 7×7) is paid once, not per image.
+    private func runFolded(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
+        let g = geometry
+        let m = outPerGroup, n = g.outPixels, k = g.patchSize
+        let panels = GemmDriver.panelCount(n: batch * n)
+        let chunks = min(panels, threads * 4)
+        let slots = min(threads, chunks)
+        let epilogue = GemmEpilogue(
+            rowBias: bias, rowScale: scale, roundToInteger: scale != nil, residual: residual, residualStride: n,
+            lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+        let b = FoldedRowMajorB(base: input, imageColumns: n, imageStride: g.inChannels * n)
+        pool.parallelFor(slots) { slot in
+            let scratch = workspace + slot * scratchPerThread
+            var chunk = slot
+            while chunk < chunks {
+                GemmDriver.run(m: m, n: batch * n, k: k, packedA: packed, b: b, c: output, ldc: n, epilogue: epilogue,
+                               panels: (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks), scratch: scratch,
+                               imageColumns: n, imageStride: m * n)
+                chunk += slots
             }
         }
     }

@@ -54,3 +54,37 @@ public struct RowMajorB: GemmBSource {
         return UnsafePointer(scratch)
     }
 }
+
+/// B of a 1×1 convolution with the batch folded into N: column j is pixel j % `imageColumns` of
+/// image j / `imageColumns`, rows (channels) `imageColumns` floats apart, images `imageStride`
+/// apart. A panel spans at most two images (`imageColumns` ≥ 32).
+public struct FoldedRowMajorB: GemmBSource {
+    public let base: UnsafePointer<Float>
+    public let imageColumns: Int
+    public let imageStride: Int
+    public init(base: UnsafePointer<Float>, imageColumns: Int, imageStride: Int) {
+        self.base = base
+        self.imageColumns = imageColumns
+        self.imageStride = imageStride
+    }
+
+    @inline(__always)
+    public func panel(k0: Int, kc: Int, n0: Int, nc: Int, scratch: UnsafeMutablePointer<Float>) -> UnsafePointer<Float> {
+        let image = n0 / imageColumns, col = n0 - image * imageColumns
+        let first = min(nc, imageColumns - col)
+        let src = base + image * imageStride
+        if first == nc {
+            return RowMajorB(base: src, rowStride: imageColumns).panel(k0: k0, kc: kc, n0: col, nc: nc, scratch: scratch)
+        }
+        // The panel straddles two images: the end of one image's rows, then the start of the next's.
+        let next = src + imageStride
+        for kk in 0..<kc {
+            let d = scratch + kk * GemmTile.nr
+            let row = (k0 + kk) * imageColumns
+            for j in 0..<first { d[j] = src[row + col + j] }
+            for j in first..<nc { d[j] = next[row + j - first] }
+            for j in nc..<GemmTile.nr { d[j] = 0 }
+        }
+        return UnsafePointer(scratch)
+    }
+}

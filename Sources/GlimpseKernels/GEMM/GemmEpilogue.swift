@@ -47,6 +47,14 @@ public struct GemmEpilogue {
         return e
     }
 
+    /// The epilogue of another image of a folded batch: the residual moved by `floats`.
+    @inlinable
+    public func shiftingResidual(by floats: Int) -> GemmEpilogue {
+        var e = self
+        e.residual = residual.map { $0 + floats }
+        return e
+    }
+
     /// Applies the epilogue to 16 consecutive columns `col..<col+16` of row `row`.
     @_transparent
     public func apply(_ acc: SIMD16<Float>, row: Int, col: Int) -> SIMD16<Float> {

@@ -8,11 +8,13 @@ public enum GemmTile {
 /// C[0..<rows, 0..<cols] (+)= A·B over `kc` steps, with A packed as kc × 6 (zero-padded rows) and B
 /// packed as kc × 32 (zero-padded columns). `accumulate` adds to C's current contents (for K blocks
 /// after the first); `epilogue` (already offset to this tile) is applied on the last K block only.
+/// With `split`, tile columns from `split.column` on go to a second destination (the next image
+/// when the batch is folded into N), with their own epilogue.
 @inline(__always)
 public func gemm_f32_6x32_avx512(
     kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
     c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, cols: Int,
-    accumulate: Bool, epilogue: GemmEpilogue?
+    accumulate: Bool, epilogue: GemmEpilogue?, split: GemmColumnSplit? = nil
 ) {
     var c00 = SIMD16<Float>(), c01 = SIMD16<Float>()
     var c10 = SIMD16<Float>(), c11 = SIMD16<Float>()
@@ -47,8 +49,28 @@ public func gemm_f32_6x32_avx512(
     // stays a tight, fully inlined FMA loop.
     var tile = GemmAccumulatorTile(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51)
     withUnsafeBytes(of: &tile) { acc in
-        GemmTileStore(c: c, ldc: ldc, rows: rows, cols: cols, accumulate: accumulate, epilogue: epilogue)
-            .store(acc.baseAddress!)
+        GemmTileStore(c: c, ldc: ldc, rows: rows, cols: split.map { min(cols, $0.column) } ?? cols,
+                      accumulate: accumulate, epilogue: epilogue).store(acc.baseAddress!)
+        if let split, split.column < cols {
+            GemmTileStore(c: split.c, ldc: ldc, rows: rows, cols: cols - split.column, accumulate: accumulate,
+                          epilogue: split.epilogue, accColumn: split.column).store(acc.baseAddress!)
+        }
+    }
+}
+
+/// Where the columns of a register tile from `column` on are stored instead (see `gemm_f32_6x32_avx512`).
+public struct GemmColumnSplit {
+    public var column: Int
+    /// Destination of tile element (row 0, column `column`).
+    public var c: UnsafeMutablePointer<Float>
+    /// Epilogue offset to that element (nil before the last K block).
+    public var epilogue: GemmEpilogue?
+
+    @inline(__always)
+    public init(column: Int, c: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue?) {
+        self.column = column
+        self.c = c
+        self.epilogue = epilogue
     }
 }
 
@@ -57,6 +79,8 @@ public func gemm_f32_6x32_avx512(
 struct GemmAccumulatorTile {
     var v: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>,
             SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
+    /// Slack for the vector loads of a split tile's second part, which start at a column offset.
+    var pad = SIMD16<Float>()
     @inline(__always)
     init(_ a: SIMD16<Float>, _ b: SIMD16<Float>, _ c: SIMD16<Float>, _ d: SIMD16<Float>, _ e: SIMD16<Float>, _ f: SIMD16<Float>,
          _ g: SIMD16<Float>, _ h: SIMD16<Float>, _ i: SIMD16<Float>, _ j: SIMD16<Float>, _ k: SIMD16<Float>, _ l: SIMD16<Float>) {
@@ -73,15 +97,19 @@ struct GemmTileStore {
     let cols: Int
     let accumulate: Bool
     let epilogue: GemmEpilogue?
+    /// First accumulator column stored (column 0 of `c`).
+    let accColumn: Int
 
     @inline(__always)
-    init(c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, cols: Int, accumulate: Bool, epilogue: GemmEpilogue?) {
+    init(c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, cols: Int, accumulate: Bool, epilogue: GemmEpilogue?,
+         accColumn: Int = 0) {
         self.c = c
         self.ldc = ldc
         self.rows = rows
         self.cols = cols
         self.accumulate = accumulate
         self.epilogue = epilogue
+        self.accColumn = accColumn
     }
 
     /// One loop over the 2·rows half-rows with the epilogue inline: a separate per-half function
@@ -91,11 +119,11 @@ struct GemmTileStore {
         var r = 0
         while r < rows {
             var col = 0
-            while col < GemmTile.nr {
+            while col < cols {
                 let valid = cols &- col
                 if valid <= 0 { break }
                 let dst = c + (r &* ldc &+ col)
-                var v = acc.load(fromByteOffset: (r &* GemmTile.nr &+ col) &* 4, as: SIMD16<Float>.self)
+                var v = acc.loadUnaligned(fromByteOffset: (r &* GemmTile.nr &+ accColumn &+ col) &* 4, as: SIMD16<Float>.self)
                 if valid >= 16 {
                     if accumulate { v += UnsafeRawPointer(dst).loadUnaligned(as: SIMD16<Float>.self) }
                     if let e = epilogue { v = e.apply(v, row: r, col: col) }
@@ -113,7 +141,7 @@ struct GemmTileStore {
     @inline(never)
     func tail(_ r: Int, _ col: Int, _ acc: UnsafeRawPointer, _ valid: Int) {
         let dst = c + r * ldc + col
-        let first = (r * GemmTile.nr + col) * 4
+        let first = (r * GemmTile.nr + accColumn + col) * 4
         for j in 0..<valid {
             var v = acc.load(fromByteOffset: first + 4 * j, as: Float.self)
             if accumulate { v += dst[j] }
