@@ -83,7 +83,8 @@ public final class InferenceService: Sendable {
     public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
         let route = try router.route(request.model, registry: registry, defaultFamily: configuration.defaultFamily,
                                      deadlineNanos: request.deadlineMs.map { UInt64(max(0, $0) * 1e6) },
-                                     minAccuracy: request.minAccuracy, clientID: request.clientID, now: monotonicNanos())
+                                     minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.images.count,
+                                     now: monotonicNanos())
         let model = route.model
         guard !request.images.isEmpty else { throw ServingError.badParameter("no image given") }
         guard request.images.count <= configuration.maxImagesPerCall else {

@@ -69,6 +69,50 @@ final class VariantSelectorTests: XCTestCase {
         XCTAssertEqual(d?.name, "small")
     }
 
+    func testNoUpgradeIntoAVariantThatCannotSustainTheArrivalRate() {
+        let deadline = 25 * ms
+        // Sustained overload: 1650 img/s arrive; large sustains 890/s, small 4000/s. Small serves, and
+        // large's queue has drained, so its prediction alone would call it back every second.
+        let c = [C(name: "large", accuracy: 0.88, predictedNanos: 3 * ms, capacityPerSecond: 890),
+                 C(name: "small", accuracy: 0.77, predictedNanos: 2 * ms, capacityPerSecond: 4000)]
+        let held = VariantSelector.State(current: "small", since: 0)
+        var choice = VariantSelector.select(c, deadlineNanos: deadline, minAccuracy: nil, state: held, now: 5_000 * ms, arrivalRate: 1650)
+        XCTAssertEqual(choice?.name, "small")
+        XCTAssertEqual(choice?.reason, .deadline)
+        // 70% of 890/s is 623/s: at 700/s it would run too close to its limit; at 250/s it comes back.
+        choice = VariantSelector.select(c, deadlineNanos: deadline, minAccuracy: nil, state: held, now: 5_000 * ms, arrivalRate: 700)
+        XCTAssertEqual(choice?.name, "small")
+        choice = VariantSelector.select(c, deadlineNanos: deadline, minAccuracy: nil, state: held, now: 5_000 * ms, arrivalRate: 250)
+        XCTAssertEqual(choice?.name, "large")
+        XCTAssertEqual(choice?.reason, .meetsDeadline)
+        // The rate is no reason to step down from a variant that still meets the deadline (nor to refuse
+        // the first choice): only upgrades are checked.
+        let onLarge = VariantSelector.State(current: "large", since: 0)
+        XCTAssertEqual(VariantSelector.select(c, deadlineNanos: deadline, minAccuracy: nil, state: onLarge, now: 5_000 * ms, arrivalRate: 1650)?.name, "large")
+        XCTAssertEqual(VariantSelector.select(c, deadlineNanos: deadline, minAccuracy: nil, state: .init(), now: 0, arrivalRate: 1650)?.name, "large")
+        // Unknown capacity or rate: no check.
+        let unknown = [C(name: "large", accuracy: 0.88, predictedNanos: 3 * ms), C(name: "small", accuracy: 0.77, predictedNanos: 2 * ms)]
+        XCTAssertEqual(VariantSelector.select(unknown, deadlineNanos: deadline, minAccuracy: nil, state: held, now: 5_000 * ms, arrivalRate: 1650)?.name, "large")
+        XCTAssertEqual(VariantSelector.select(c, deadlineNanos: deadline, minAccuracy: nil, state: held, now: 5_000 * ms)?.name, "large")
+    }
+
+    func testArrivalRateFollowsStepsAndDecays() {
+        var r = ArrivalRate(tauSeconds: 1)
+        // 1000 arrivals per second for 5 s (one every millisecond).
+        var t: UInt64 = 0
+        for _ in 0..<5_000 { r.observe(now: t); t += ms }
+        XCTAssertEqual(r.rate(at: t), 1000, accuracy: 10)
+        // Then 100 per second: within 3 τ the estimate is close to 100 (within 5% of the step).
+        for _ in 0..<300 { r.observe(now: t); t += 10 * ms }
+        XCTAssertEqual(r.rate(at: t), 100, accuracy: 0.05 * 900 + 2)
+        // Nothing for 10 s: it falls to nearly nothing; images of one call count each.
+        XCTAssertLessThan(r.rate(at: t + 10_000 * ms), 0.01)
+        var images = ArrivalRate(tauSeconds: 1)
+        images.observe(count: 8, now: 0)
+        XCTAssertEqual(images.rate(at: 0), 8, accuracy: 1e-9)
+        XCTAssertEqual(images.rate(at: 1_000 * ms), 8 / M_E, accuracy: 1e-9)
+    }
+
     func testABSplitIsDeterministicPerClientAndFollowsTheWeights() {
         let router = FamilyRouter()
         let arms = [(variant: "v1", weight: 90), (variant: "v2", weight: 10)]

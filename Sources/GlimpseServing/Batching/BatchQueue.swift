@@ -114,6 +114,19 @@ final class BatchQueue: @unchecked Sendable {
         return scheduler.latency
     }
 
+    /// Items per second the queue sustains when busy: its workers each running full batches, at the
+    /// latency model's time for a full batch (learned from recent batches, so it includes the workers
+    /// sharing the engine threads); nil until the latency model has seen a batch.
+    var capacityPerSecond: Double? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard scheduler.latency.isCalibrated else { return nil }
+        let full = scheduler.configuration.maxBatchSize
+        let nanos = scheduler.latency.predict(size: full)
+        guard nanos > 0 else { return nil }
+        return Double(scheduler.workers * full) * 1e9 / nanos
+    }
+
     /// Predicted nanoseconds from `now` until a request queued now would be answered (queue wait plus
     /// its batch's run); nil until the latency model has seen a batch.
     func predictedWaitNanos(now: UInt64) -> UInt64? {

@@ -7,6 +7,8 @@ import Foundation
 final class FamilyRouter: @unchecked Sendable {
     private let lock = NSLock()
     private var states: [String: VariantSelector.State] = [:]
+    /// Images per second asked of each family by name (requests that name a variant are not counted).
+    private var rates: [String: ArrivalRate] = [:]
     private var traffic: [String: [(variant: String, weight: Int)]] = [:]
     let policy: VariantSelector.Policy
 
@@ -18,7 +20,7 @@ final class FamilyRouter: @unchecked Sendable {
     }
 
     func route(_ requested: String, registry: ModelRegistry, defaultFamily: String?, deadlineNanos: UInt64?,
-               minAccuracy: Double?, clientID: String?, now: UInt64) throws -> Route {
+               minAccuracy: Double?, clientID: String?, images: Int = 1, now: UInt64) throws -> Route {
         if let exact = registry.model(named: requested) {
             if let minAccuracy, (exact.metadata.accuracy ?? -1) < minAccuracy {
                 throw ServingError.badParameter("model \(requested) has \(exact.metadata.accuracy.map { "a measured accuracy of \($0)" } ?? "no measured accuracy"), below min_accuracy \(minAccuracy)")
@@ -45,10 +47,13 @@ final class FamilyRouter: @unchecked Sendable {
             throw ServingError.unknownModel("unknown model \"\(requested)\"; loaded models and families: \(known.isEmpty ? "none" : known)")
         }
         let candidates = variants.map {
-            VariantSelector.Candidate(name: $0.name, accuracy: $0.metadata.accuracy, predictedNanos: $0.queue.predictedWaitNanos(now: now))
+            VariantSelector.Candidate(name: $0.name, accuracy: $0.metadata.accuracy, predictedNanos: $0.queue.predictedWaitNanos(now: now),
+                                      capacityPerSecond: $0.queue.capacityPerSecond)
         }
         lock.lock()
         defer { lock.unlock() }
+        rates[family, default: ArrivalRate()].observe(count: images, now: now)
+        let arrivalRate = rates[family]?.rate(at: now)
         if let arms = traffic[family], let arm = pickArm(arms, clientID: clientID),
            let model = variants.first(where: { $0.name == arm }),
            minAccuracy.map({ (model.metadata.accuracy ?? -1) >= $0 }) ?? true {
@@ -59,7 +64,7 @@ final class FamilyRouter: @unchecked Sendable {
             if !missesDeadline { return Route(model: model, reason: "ab_split") }
         }
         guard let choice = VariantSelector.select(candidates, deadlineNanos: deadlineNanos, minAccuracy: minAccuracy,
-                                                  state: states[family] ?? .init(), now: now, policy: policy),
+                                                  state: states[family] ?? .init(), now: now, arrivalRate: arrivalRate, policy: policy),
               let model = variants.first(where: { $0.name == choice.name }) else {
             let best = variants.compactMap(\.metadata.accuracy).max()
             throw ServingError.badParameter("no variant of \(family) meets min_accuracy \(minAccuracy ?? 0) (best measured: \(best.map { "\($0)" } ?? "none"))")

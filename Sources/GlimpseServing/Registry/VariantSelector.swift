@@ -5,7 +5,10 @@
 /// predicted completion (queue wait + its batch's latency, from the latency model) meets the deadline.
 /// Hysteresis keeps it from flapping: after a downgrade, a more accurate variant is taken back only
 /// once its prediction fits within `upgradeHeadroom` of the deadline and the current choice has been
-/// held for `minHoldNanos`.
+/// held for `minHoldNanos`, and only if it can sustain the family's current arrival rate (its
+/// throughput, from its latency model, with the same headroom): under a sustained overload the choice
+/// then stays on the variant that keeps up instead of bouncing back every `minHoldNanos` into one that
+/// cannot, whose queue would fill up to the deadline each time.
 public enum VariantSelector {
     public struct Candidate: Sendable, Equatable {
         public var name: String
@@ -14,11 +17,14 @@ public enum VariantSelector {
         /// Predicted nanoseconds from now until a request sent now would be answered; nil when the
         /// latency model has not seen a batch yet (treated as meeting any deadline).
         public var predictedNanos: UInt64?
+        /// Items per second the variant sustains (from its latency model); nil when not known yet.
+        public var capacityPerSecond: Double?
 
-        public init(name: String, accuracy: Double?, predictedNanos: UInt64?) {
+        public init(name: String, accuracy: Double?, predictedNanos: UInt64?, capacityPerSecond: Double? = nil) {
             self.name = name
             self.accuracy = accuracy
             self.predictedNanos = predictedNanos
+            self.capacityPerSecond = capacityPerSecond
         }
     }
 
@@ -58,9 +64,10 @@ public enum VariantSelector {
         public var state: State
     }
 
-    /// nil when no candidate meets `minAccuracy` (or there are no candidates).
+    /// nil when no candidate meets `minAccuracy` (or there are no candidates). `arrivalRate` is the
+    /// family's recent items per second (nil: unknown, no capacity check).
     public static func select(_ candidates: [Candidate], deadlineNanos: UInt64?, minAccuracy: Double?,
-                              state: State, now: UInt64, policy: Policy = .init()) -> Choice? {
+                              state: State, now: UInt64, arrivalRate: Double? = nil, policy: Policy = .init()) -> Choice? {
         let eligible = candidates.filter { c in minAccuracy.map { (c.accuracy ?? -1) >= $0 } ?? true }
         // Most accurate first; among equals, the faster first, then by name for a stable order.
         let ranked = eligible.sorted { a, b in
@@ -80,11 +87,15 @@ public enum VariantSelector {
             guard let p = c.predictedNanos else { return true }
             return Double(p) <= Double(deadline) * share
         }
+        func keepsUp(_ c: Candidate) -> Bool {
+            guard let rate = arrivalRate, let capacity = c.capacityPerSecond else { return true }
+            return rate <= capacity * policy.upgradeHeadroom
+        }
         let currentRank = state.current.flatMap { name in ranked.firstIndex { $0.name == name } }
         let mayUpgrade = now &- state.since >= policy.minHoldNanos
         for (rank, c) in ranked.enumerated() {
             let isUpgrade = currentRank.map { rank < $0 } ?? false
-            let ok = isUpgrade ? (mayUpgrade && fits(c, policy.upgradeHeadroom)) : fits(c, 1)
+            let ok = isUpgrade ? (mayUpgrade && fits(c, policy.upgradeHeadroom) && keepsUp(c)) : fits(c, 1)
             if ok { return held(c.name, rank == 0 ? .meetsDeadline : .deadline) }
         }
         let fastest = ranked.min { ($0.predictedNanos ?? 0) < ($1.predictedNanos ?? 0) } ?? best
