@@ -28,7 +28,7 @@ extension ModelBenchmark {
     }
 
     static func sourceLabel(_ r: Row) -> String {
-        r.energySource == EnergyMeter.Source.rapl.rawValue ? "rapl (package)" : "estimate (CPU time × \(String(format: "%g", r.wattsPerCore)) W/core)"
+        r.energySource == EnergyMeter.Source.rapl.rawValue ? "rapl (package)" : "estimate (CPU time, \(String(format: "%g", r.wattsPerCore)) W per busy core)"
     }
 
     /// "CIFAR-10 test split, 10,000 JPEG q75 images (../shared/...)" → "CIFAR-10 test split".
@@ -51,7 +51,7 @@ extension ModelBenchmark {
             var perSecond: [(key: String, value: ManifestJSON)] = []
             for p in r.points {
                 batchMs.append((String(p.batch), .number(round3(p.medianMs))))
-                perSecond.append((String(p.batch), .number(p.imagesPerSecond.rounded())))
+                perSecond.append((String(p.batch), .number(Int(p.imagesPerSecond.rounded()))))
             }
             var record = ManifestJSON.object([
                 ("command", .string(command)),
