@@ -80,9 +80,10 @@ final class BatchQueue: @unchecked Sendable {
     /// A model that fails here is not put in service.
     func calibrate() throws {
         condition.lock()
-        let largest = scheduler.configuration.allowedBatchSizes?.max() ?? scheduler.configuration.maxBatchSize
+        let sizes = Self.calibrationSizes(allowed: scheduler.configuration.allowedBatchSizes,
+                                          maxBatchSize: scheduler.configuration.maxBatchSize)
         condition.unlock()
-        for n in Set([1, max(1, largest)]).sorted() {
+        for n in sizes {
             let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
             _ = try model.run([input])
             let start = monotonicNanos()
@@ -92,6 +93,20 @@ final class BatchQueue: @unchecked Sendable {
             scheduler.observeCalibration(size: n, durationNanos: nanos)
             condition.unlock()
         }
+    }
+
+    /// The batch sizes timed before a model serves: every allowed size when the model lists them,
+    /// otherwise 1, the powers of two below the largest batch, and the largest batch.
+    static func calibrationSizes(allowed: [Int]?, maxBatchSize: Int) -> [Int] {
+        if let allowed, !allowed.isEmpty { return Set(allowed.filter { $0 >= 1 }).sorted() }
+        let largest = max(1, maxBatchSize)
+        var sizes: Set<Int> = [1, largest]
+        var n = 2
+        while n < largest {
+            sizes.insert(n)
+            n *= 2
+        }
+        return sizes.sorted()
     }
 
     /// True once the queue takes no more work (replaced, unloaded or shutting down).
