@@ -3,8 +3,8 @@ import GlimpseLoad
 import GlimpseRPC
 import XCTest
 
-/// `models.load` replaces a running model without failing a request, and refuses a corrupt file while
-/// the old version keeps serving.
+/// `models.reload` (and `models.load`) replace a running model without failing a request, and refuse a
+/// corrupt file while the old version keeps serving.
 final class HotReloadTests: XCTestCase {
     func folderWithCopiedMNIST() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-reload-\(UUID().uuidString)")
@@ -16,8 +16,9 @@ final class HotReloadTests: XCTestCase {
         return dir
     }
 
-    func reload(_ server: GlimpseProcess) throws -> JSONValue {
-        let reply = try ExternalClient.curl(server.base + "/rpc", body: Data(#"{"jsonrpc":"2.0","id":9,"method":"models.load","params":{"model":"mnist-8"}}"#.utf8))
+    func reload(_ server: GlimpseProcess, model: String = "mnist-8", method: String = "models.reload") throws -> JSONValue {
+        let body = #"{"jsonrpc":"2.0","id":9,"method":"\#(method)","params":{"model":"\#(model)"}}"#
+        let reply = try ExternalClient.curl(server.base + "/rpc", body: Data(body.utf8))
         return try JSONValue.parse([UInt8](reply.body))
     }
 
@@ -50,10 +51,14 @@ final class HotReloadTests: XCTestCase {
         var reloads = 0
         while Date() < stop.addingTimeInterval(-0.5) {
             try await Task.sleep(nanoseconds: 400_000_000)
-            let reply = try reload(server)
+            let reply = try reload(server, method: reloads % 2 == 0 ? "models.reload" : "models.load")
             XCTAssertEqual(reply["result"]?["name"]?.stringValue, "mnist-8", reply.jsonString)
             reloads += 1
         }
+        // Reload is for loaded models only: a name that is not loaded is an invalid parameter.
+        let unknown = try reload(server, model: "not-loaded")
+        XCTAssertEqual(unknown["error"]?["code"]?.intValue, -32602, unknown.jsonString)
+        XCTAssertEqual(unknown["error"]?["data"]?["reason"]?.stringValue, "unknown_model", unknown.jsonString)
         let codes = await load
         XCTAssertGreaterThanOrEqual(reloads, 5)
         XCTAssertGreaterThan(codes.count, 100, "steady load must have run")

@@ -5,7 +5,7 @@ import GlimpseServing
 /// The method table of the Glimpse JSON-RPC API.
 public enum GlimpseMethods {
     /// Methods that change what the server runs; they need an admin API key when keys are configured.
-    public static let adminMethods: Set<String> = ["models.load", "models.unload", "models.traffic"]
+    public static let adminMethods: Set<String> = ["models.load", "models.reload", "models.unload", "models.traffic"]
 
     public static func table(service: InferenceService, modelDirectory: String? = nil,
                              startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
@@ -36,6 +36,18 @@ public enum GlimpseMethods {
                 guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
                 let loaded = try service.registry.load(named: name, directory: modelDirectory)
                 return describe(loaded)
+            },
+            "models.reload": { params, _ in
+                // A new version of a loaded model from its file: it serves once loaded, warmed up and
+                // calibrated; the old version drains. Unlike `models.load`, the model must be loaded.
+                let p = try Params(params, method: "models.reload")
+                try p.rejectUnknown(allowed: ["model"], method: "models.reload")
+                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                guard service.registry.all.contains(where: { $0.name == name }) else {
+                    throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
+                }
+                guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
+                return describe(try service.registry.load(named: name, directory: modelDirectory))
             },
             "models.unload": { params, _ in
                 let p = try Params(params, method: "models.unload")

@@ -61,6 +61,14 @@ public enum OpenRPCDocument {
                            error(-32003, "Unauthorized: needs an admin API key")],
             ],
             [
+                "name": "models.reload", "summary": "Admin: replace a loaded model with a new version read from its file; the new version serves once loaded, warmed up and calibrated, the old one drains; a corrupt file is refused and the old version keeps serving.",
+                "paramStructure": "by-name",
+                "params": [param("model", ["type": "string"], required: true, "Name of a loaded model.")],
+                "result": ["name": "model", "schema": ["type": "object"]],
+                "errors": [error(-32602, "Invalid params: no such loaded model"), error(-32002, "Model unavailable: the new file failed to load (the old version keeps serving)"),
+                           error(-32003, "Unauthorized: needs an admin API key")],
+            ],
+            [
                 "name": "models.unload", "summary": "Admin: unload a model; requests waiting for it get -32002.",
                 "paramStructure": "by-name",
                 "params": [param("model", ["type": "string"], required: true, "Name of a loaded model.")],
