@@ -25,6 +25,15 @@ struct ConvKernel: Kernel {
         return depthwise || g.isPointwise || n > Im2colMatrix.maxFloats ? 0 : n
     }
 
+    /// The fused epilogue of output channels from `firstChannel` on (bias, requantization scale,
+    /// activation), with the residual (if any) read from `residualAt` with rows `residualStride` apart.
+    private func epilogue(firstChannel: Int, residualAt: Int, residualStride: Int) -> GemmEpilogue {
+        GemmEpilogue(
+            rowBias: bias + firstChannel, rowScale: scale.map { $0 + firstChannel }, roundToInteger: scale != nil,
+            residual: residual.map { $0 + residualAt }, residualStride: residualStride,
+            lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+    }
+
     func run(_ pool: ThreadPool) {
         if plain != nil { runDepthwise(pool) } else { runGemm(pool) }
     }
@@ -54,7 +63,6 @@ struct ConvKernel: Kernel {
         let inImage = g.inChannels * group * g.inPixels
         let outImage = m * group * n
         do {
-            let scalePtr = scale
             let slots = min(threads, tasks)
             pool.parallelFor(slots) { slot in
                 let scratch = workspace + slot * scratchPerThread
@@ -65,11 +73,7 @@ struct ConvKernel: Kernel {
                     let lo = panels * chunk / chunks, hi = panels * (chunk + 1) / chunks
                     let src = input + b * inImage + grp * g.inChannels * g.inPixels
                     let dst = output + b * outImage + grp * m * n
-                    let epilogue = GemmEpilogue(
-                        rowBias: bias + grp * m,
-                        rowScale: scalePtr.map { $0 + grp * m }, roundToInteger: scalePtr != nil,
-                        residual: residual.map { $0 + b * outImage + grp * m * n }, residualStride: n,
-                        lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+                    let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
                     let a = packed + grp * perGroupA
                     if g.isPointwise {
                         GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
@@ -92,9 +96,7 @@ struct ConvKernel: Kernel {
         let panels = GemmDriver.panelCount(n: batch * n)
         let chunks = min(panels, threads * 4)
         let slots = min(threads, chunks)
-        let epilogue = GemmEpilogue(
-            rowBias: bias, rowScale: scale, roundToInteger: scale != nil, residual: residual, residualStride: n,
-            lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+        let epilogue = epilogue(firstChannel: 0, residualAt: 0, residualStride: n)
         let b = FoldedRowMajorB(base: input, imageColumns: n, imageStride: g.inChannels * n)
         pool.parallelFor(slots) { slot in
             let scratch = workspace + slot * scratchPerThread
@@ -116,7 +118,6 @@ struct ConvKernel: Kernel {
         let images = batch * group
         let total = images * tiles
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
-        let scalePtr = scale
         let slots = min(threads, max(1, total / 8))
         pool.parallelFor(slots) { slot in
             let hi = total * (slot + 1) / slots
@@ -126,10 +127,7 @@ struct ConvKernel: Kernel {
                 let i = task / tiles, first = task % tiles
                 let end = min(hi, (i + 1) * tiles)
                 let grp = i % group
-                let epilogue = GemmEpilogue(
-                    rowBias: bias + grp * m, rowScale: scalePtr.map { $0 + grp * m }, roundToInteger: scalePtr != nil,
-                    residual: residual.map { $0 + i * m }, residualStride: 1,
-                    lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+                let epilogue = epilogue(firstChannel: grp * m, residualAt: i * m, residualStride: 1)
                 GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
                                yStride: 1, epilogue: epilogue, tiles: first..<(first + end - task))
                 task = end
@@ -154,10 +152,7 @@ struct ConvKernel: Kernel {
                     let t = min(threads, k)
                     Im2colMatrix.fill(input: src, geometry: g, rows: (k * slot / t)..<(k * (slot + 1) / t), into: columns)
                 }
-                let epilogue = GemmEpilogue(
-                    rowBias: bias + grp * m, rowScale: scale.map { $0 + grp * m }, roundToInteger: scale != nil,
-                    residual: residual.map { $0 + b * outImage + grp * m * n }, residualStride: n,
-                    lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+                let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
                 pool.parallelFor(slots) { slot in
                     GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
                                    b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
@@ -181,10 +176,9 @@ struct ConvKernel: Kernel {
             let lo = planes * slot / slots, hi = planes * (slot + 1) / slots
             for p in lo..<hi {
                 let c = p % channels
-                let epilogue = GemmEpilogue(
-                    rowScale: scale.map { $0 + c }, roundToInteger: scale != nil,
-                    residual: residual.map { $0 + p * g.outPixels }, residualStride: 0,
-                    lowerBound: activation.lower, upperBound: activation.upper, swish: activation.swish)
+                // The depthwise kernel adds its channel's bias itself.
+                var epilogue = epilogue(firstChannel: c, residualAt: p * g.outPixels, residualStride: 0)
+                epilogue.rowBias = nil
                 plane.run(input: input + p * g.inPixels, weights: plain + c * taps, bias: bias[c],
                           output: output + p * g.outPixels, epilogue: epilogue)
             }
