@@ -166,14 +166,17 @@ public struct BatchScheduler: Sendable {
         }
         if flush { due = now }
         guard available >= configuration.maxBatchSize || now >= due else { return .waitUntil(due) }
-        // Batch sizes that may be formed from what is waiting, smallest first.
+        // Batch sizes that may be formed from what is waiting: any size up to `most`, or the allowed
+        // sizes up to it (or `most` itself when none fits).
         let most = min(available, configuration.maxBatchSize)
-        var sizes = Array(1...most)
-        if let allowed = configuration.allowedBatchSizes {
-            let fit = allowed.filter { $0 <= most }
-            sizes = fit.isEmpty ? [most] : fit
+        let allowed = configuration.allowedBatchSizes
+        let anyAllowedFits = allowed.map { $0.contains { $0 <= most } } ?? true
+        func formable(_ size: Int) -> Bool {
+            guard let allowed, anyAllowedFits else { return size == most || allowed == nil }
+            return allowed.contains(size)
         }
-        var count = sizes[sizes.count - 1]
+        var count = most
+        while !formable(count) { count -= 1 }
         if latency.isCalibrated {
             // Members that would finish after their deadline even in a batch of their own are answered
             // now (deadline exceeded): a late answer is of no use, and the place goes to a request that
@@ -185,10 +188,15 @@ public struct BatchScheduler: Sendable {
             }
             // A batch whose run would end after a member's deadline is cut to the largest size whose run
             // lets every member finish in time (requests admitted when a smaller batch was predicted).
-            for size in sizes.reversed() {
-                count = size
-                let tightest = entries[head..<(head + size)].compactMap(\.deadline).min() ?? .max
-                if tightest >= now &+ UInt64(max(0, latency.predict(size: size))) { break }
+            var size = count
+            while size >= 1 {
+                if formable(size) {
+                    count = size
+                    var tightest = UInt64.max
+                    for e in entries[head..<(head + size)] { if let d = e.deadline, d < tightest { tightest = d } }
+                    if tightest >= now &+ UInt64(max(0, latency.predict(size: size))) { break }
+                }
+                size -= 1
             }
         }
         let ids = entries[head..<(head + count)].map(\.id)
