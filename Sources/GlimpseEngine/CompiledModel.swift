@@ -42,7 +42,8 @@ public final class CompiledModel: @unchecked Sendable {
     public func engineThreadsCPUNanos() -> UInt64 { pool.workerCPUTimeNanos() }
 
     let pool: ThreadPool
-    let threads: Int
+    /// Intra-op threads one `run` may use.
+    public let threads: Int
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
     private let plans = Mutex<[Int: [ExecutionPlan]]>([:])
@@ -82,8 +83,9 @@ public final class CompiledModel: @unchecked Sendable {
     }
 
     /// Runs the model on a batch. `inputs[i]` matches `self.inputs[i]` with the dynamic batch dimension
-    /// set. Returns one tensor per model output, batch first.
-    public func run(_ inputs: [Tensor]) throws -> [Tensor] {
+    /// set. Returns one tensor per model output, batch first. With `parallel: false` the run stays on
+    /// the calling thread (a caller that runs several batches side by side, one per core).
+    public func run(_ inputs: [Tensor], parallel: Bool = true) throws -> [Tensor] {
         guard inputs.count == self.inputs.count else {
             throw EngineError("\(name): expected \(self.inputs.count) input(s), got \(inputs.count)")
         }
@@ -102,7 +104,7 @@ public final class CompiledModel: @unchecked Sendable {
         let plan = try takePlan(batch: batch)
         defer { plans.withLock { $0[batch, default: []].append(plan) } }
         for (t, dst) in zip(inputs, plan.inputTensors) { TensorConversion.copy(t, into: dst) }
-        plan.execute(pool)
+        plan.execute(parallel ? pool : .serial)
         return zip(plan.outputTensors, graph.outputs).map { src, out in
             let result = Tensor(shape: src.shape, dtype: out.dtype)
             TensorConversion.copy(src, into: result)

@@ -51,6 +51,14 @@ final class GemmKernelTests: XCTestCase {
                 GemmEpilogue(colBias: cb.pointer, lowerBound: -0.5)
             }, seed: UInt64(300 + i))
         }
+        // Whole 6×32 tiles are finished in registers: every feature that path applies, with K in one
+        // block and across blocks (the later blocks accumulate into C).
+        for (i, k) in [7, 256, 300].enumerated() {
+            run(m: 12, n: 64, k: k, epilogue: { rb, _, res in
+                GemmEpilogue(rowBias: rb.pointer, residual: res.pointer, residualStride: 64, lowerBound: -2, upperBound: 3, swish: true)
+            }, seed: UInt64(400 + i))
+            run(m: 18, n: 96, k: k, epilogue: { rb, _, _ in GemmEpilogue(rowBias: rb.pointer, lowerBound: 0) }, seed: UInt64(410 + i))
+        }
     }
 
     /// The one-column path (1×1 convolutions of 1×1 planes) over packed A, with K and row tails,

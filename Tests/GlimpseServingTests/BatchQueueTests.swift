@@ -14,11 +14,14 @@ final class GateModel: BatchModel, @unchecked Sendable {
     private let lock = NSLock()
     private(set) var batchSizes: [Int] = []
 
+    let threads = 2
+    private(set) var parallelFlags: [Bool] = []
+
     func engineThreadsCPUNanos() -> UInt64 { 0 }
 
-    func run(_ inputs: [Tensor]) throws -> [Tensor] {
+    func run(_ inputs: [Tensor], parallel: Bool) throws -> [Tensor] {
         let x = inputs[0]
-        lock.lock(); batchSizes.append(x.shape[0]); lock.unlock()
+        lock.lock(); batchSizes.append(x.shape[0]); parallelFlags.append(parallel); lock.unlock()
         entered.signal()
         release.wait()
         let n = x.shape[0]

@@ -193,4 +193,57 @@ extension BatchSchedulerTests {
         XCTAssertEqual(fresh.enqueue(id: 1, now: 0, deadline: 1), .accepted)
         XCTAssertEqual(fresh.next(now: 0), .dispatch(ids: [1]))
     }
+
+    func testCalibrationCapsAdaptiveBatchesAtTheCheapestSizePerItem() {
+        // A batch of 8 costs more per item than a batch of 1 (activations leave the cache): no batching.
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive), workers: 2)
+        s.adopt(calibration: [1: 6 * ms, 2: 12_400_000, 4: 25 * ms, 8: 56 * ms])
+        XCTAssertEqual(s.efficientBatchSize, 1)
+        XCTAssertEqual(s.batchLimit, 1)
+        for id in 1...5 { XCTAssertEqual(s.enqueue(id: UInt64(id), now: 0), .accepted) }
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1]))
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [2]))
+        // The latency model was seeded from the same runs.
+        XCTAssertEqual(s.latency.predict(size: 8) / 1e6, 56, accuracy: 3)
+        // A model whose cost per item keeps falling batches up to the size within 5 % of the best.
+        var t = BatchScheduler(configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive))
+        t.adopt(calibration: [1: 1_000_000, 2: 1_200_000, 4: 1_600_000, 8: 3_300_000])
+        XCTAssertEqual(t.efficientBatchSize, 4)
+        for id in 1...6 { _ = t.enqueue(id: UInt64(id), now: 0) }
+        XCTAssertEqual(t.next(now: 0), .dispatch(ids: [1, 2, 3, 4]))
+        // The fixed policy keeps the configured size.
+        var f = fixed(maxBatch: 8, delayMs: 0)
+        f.adopt(calibration: [1: 6 * ms, 8: 56 * ms])
+        XCTAssertEqual(f.batchLimit, 8)
+    }
+
+    func testALoneBatchUsesAllThreadsButBusyWorkersKeepToOneEach() {
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 2)
+        s.adopt(calibration: [1: 6 * ms], parallelOne: 4 * ms)
+        XCTAssertTrue(s.parallelHelps)
+        // Light load: one request, both workers idle, nothing else waiting.
+        _ = s.enqueue(id: 1, now: 0)
+        XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1]))
+        XCTAssertTrue(s.dispatchMayUseAllThreads())
+        s.batchDone(size: 1, durationNanos: 4 * ms, now: 4 * ms)
+        // Load: requests wait behind the one dispatched, so it keeps to one thread...
+        for id in 2...4 { _ = s.enqueue(id: UInt64(id), now: 5 * ms) }
+        XCTAssertEqual(s.next(now: 5 * ms), .dispatch(ids: [2]))
+        XCTAssertFalse(s.dispatchMayUseAllThreads())
+        // ...and so does the second worker's batch, even when it takes the last waiting request.
+        XCTAssertEqual(s.next(now: 5 * ms), .dispatch(ids: [3]))
+        XCTAssertFalse(s.dispatchMayUseAllThreads())
+        // Calibration that finds the threads no faster keeps every batch on one thread.
+        var slow = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 2)
+        slow.adopt(calibration: [1: 60_000], parallelOne: 58_000)
+        XCTAssertFalse(slow.parallelHelps)
+        _ = slow.enqueue(id: 1, now: 0)
+        XCTAssertEqual(slow.next(now: 0), .dispatch(ids: [1]))
+        XCTAssertFalse(slow.dispatchMayUseAllThreads())
+        // A single worker always may: it is the only way to use the cores.
+        var one = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 1)
+        for id in 1...3 { _ = one.enqueue(id: UInt64(id), now: 0) }
+        XCTAssertEqual(one.next(now: 0), .dispatch(ids: [1]))
+        XCTAssertTrue(one.dispatchMayUseAllThreads())
+    }
 }

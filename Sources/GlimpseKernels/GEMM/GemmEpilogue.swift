@@ -35,6 +35,13 @@ public struct GemmEpilogue {
 
     public static let none = GemmEpilogue()
 
+    /// True when the epilogue is at most a row bias, a residual, a clamp and swish: what a whole tile
+    /// can apply in registers (`GemmRegisterFinish`).
+    @inlinable
+    public var isRegisterFriendly: Bool {
+        colBias == nil && rowScale == nil && colScale == nil && !roundToInteger
+    }
+
     /// The epilogue as seen by the tile whose top-left element is (row, col).
     @inlinable
     public func offset(row: Int, col: Int) -> GemmEpilogue {

@@ -10,7 +10,10 @@ func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 protocol BatchModel: AnyObject, Sendable {
     var name: String { get }
     var inputs: [TensorSpec] { get }
-    func run(_ inputs: [Tensor]) throws -> [Tensor]
+    /// Intra-op threads one `run` may use.
+    var threads: Int { get }
+    /// Runs a batch; `parallel: false` keeps it on the calling thread.
+    func run(_ inputs: [Tensor], parallel: Bool) throws -> [Tensor]
     /// CPU time consumed so far by the model's own engine threads (besides the calling thread).
     func engineThreadsCPUNanos() -> UInt64
 }
@@ -75,24 +78,37 @@ final class BatchQueue: @unchecked Sendable {
         }
     }
 
-    /// Warms the model up and seeds the latency model before the queue takes traffic: runs a batch of
-    /// one and the largest batch once to warm up (plans, caches), then once more each, measured.
+    /// Warms the model up and calibrates the queue before it takes traffic. Every batch size it may
+    /// form is run once to warm up (plans, caches), then timed twice (the faster run counts) the way
+    /// it runs under load: on one thread when there are several workers, since busy workers each keep
+    /// to their own. With several workers and engine threads, a batch of one is also timed on all the
+    /// threads. The scheduler seeds its latency model from these times and picks the batch size with
+    /// the lowest cost per item and whether a lone batch should use all threads (`adopt`).
     /// A model that fails here is not put in service.
     func calibrate() throws {
         condition.lock()
         let sizes = Self.calibrationSizes(allowed: scheduler.configuration.allowedBatchSizes,
                                           maxBatchSize: scheduler.configuration.maxBatchSize)
+        let workers = scheduler.workers
         condition.unlock()
-        for n in sizes {
+        let loadedParallel = workers == 1
+        func time(_ n: Int, parallel: Bool) throws -> UInt64 {
             let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
-            _ = try model.run([input])
-            let start = monotonicNanos()
-            _ = try model.run([input])
-            let nanos = monotonicNanos() - start
-            condition.lock()
-            scheduler.observeCalibration(size: n, durationNanos: nanos)
-            condition.unlock()
+            _ = try model.run([input], parallel: parallel)
+            var best = UInt64.max
+            for _ in 0..<2 {
+                let start = monotonicNanos()
+                _ = try model.run([input], parallel: parallel)
+                best = min(best, monotonicNanos() - start)
+            }
+            return best
         }
+        var loaded: [Int: UInt64] = [:]
+        for n in sizes { loaded[n] = try time(n, parallel: loadedParallel) }
+        let parallelOne = workers > 1 && model.threads > 1 ? try time(1, parallel: true) : nil
+        condition.lock()
+        scheduler.adopt(calibration: loaded, parallelOne: parallelOne)
+        condition.unlock()
     }
 
     /// The batch sizes timed before a model serves: every allowed size when the model lists them,
@@ -136,7 +152,7 @@ final class BatchQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard scheduler.latency.isCalibrated else { return nil }
-        let full = scheduler.configuration.maxBatchSize
+        let full = scheduler.batchLimit
         let nanos = scheduler.latency.predict(size: full)
         guard nanos > 0 else { return nil }
         return Double(scheduler.workers * full) * 1e9 / nanos
@@ -212,10 +228,11 @@ final class BatchQueue: @unchecked Sendable {
             case .dispatch(let ids):
                 let batch = ids.compactMap { pending.removeValue(forKey: $0) }
                 let depth = scheduler.queueLength
+                let parallel = scheduler.dispatchMayUseAllThreads()
                 condition.unlock()
                 ServingMetrics.queueDepth(model: model.name, depth)
                 let start = monotonicNanos()
-                let cost = run(batch, startedAt: start)
+                let cost = run(batch, startedAt: start, parallel: parallel)
                 let took = monotonicNanos() - start
                 onBatch(cost)
                 condition.lock()
@@ -245,7 +262,7 @@ final class BatchQueue: @unchecked Sendable {
         }
     }
 
-    private func run(_ batch: [Pending], startedAt: UInt64) -> BatchCost {
+    private func run(_ batch: [Pending], startedAt: UInt64, parallel: Bool) -> BatchCost {
         let oldestWait = batch.map { startedAt - $0.enqueuedAt }.max() ?? 0
         guard !batch.isEmpty else { return BatchCost(size: 0, wallNanos: 0, cpuNanos: 0, oldestWaitNanos: 0) }
         let cpuStart = CPUClock.thread() &+ model.engineThreadsCPUNanos()
@@ -259,7 +276,7 @@ final class BatchQueue: @unchecked Sendable {
                 }
                 (input.rawPointer + i * itemBytes).copyMemory(from: item.input.rawPointer, byteCount: itemBytes)
             }
-            let outputs = try model.run([input])
+            let outputs = try model.run([input], parallel: parallel)
             let inferenceNanos = monotonicNanos() - startedAt
             let cpu = (CPUClock.thread() &+ model.engineThreadsCPUNanos()) &- cpuStart
             guard let output = outputs.first, output.shape.rank >= 1, output.shape[0] == n else {

@@ -74,6 +74,14 @@ public struct BatchScheduler: Sendable {
     public private(set) var meanInterarrivalNanos: Double = 0
     private var lastArrival: UInt64?
 
+    /// Largest batch worth forming, from the calibration runs (`adopt(calibration:)`): the smallest
+    /// size whose time per item is within 5 % of the best. On a CPU a larger batch is not always
+    /// cheaper per item (its activations may leave the cache), and then batching only adds waiting.
+    public private(set) var efficientBatchSize: Int?
+    /// Whether a batch that has the machine to itself should use all of the engine's intra-op
+    /// threads: true unless calibration measured them to be no faster than one thread.
+    public private(set) var parallelHelps = true
+
     public init(configuration: Configuration, workers: Int = 1, latency: LatencyModel = LatencyModel()) {
         self.configuration = configuration
         self.workers = max(1, workers)
@@ -83,6 +91,40 @@ public struct BatchScheduler: Sendable {
 
     public var queueLength: Int { entries.count - head }
 
+    /// The largest batch `next` forms: `maxBatchSize`, capped by the measured efficient size under the
+    /// adaptive policy.
+    public var batchLimit: Int {
+        guard configuration.delayPolicy == .adaptive, let efficient = efficientBatchSize else { return configuration.maxBatchSize }
+        return max(1, min(configuration.maxBatchSize, efficient))
+    }
+
+    /// Calibration results: `loaded[n]` is the time of a batch of n as it runs under load (each worker
+    /// on its own thread when there are several), `parallelOne` the time of a batch of one using every
+    /// engine thread (nil when the engine has one). Seeds the latency model with the loaded times and
+    /// chooses `efficientBatchSize` and `parallelHelps`.
+    public mutating func adopt(calibration loaded: [Int: UInt64], parallelOne: UInt64? = nil) {
+        for (n, nanos) in loaded.sorted(by: { $0.key < $1.key }) where n >= 1 {
+            latency.observe(size: n, nanos: Double(nanos))
+        }
+        let perItem = loaded.filter { $0.key >= 1 && $0.value > 0 }.map { (n: $0.key, cost: Double($0.value) / Double($0.key)) }
+        if let best = perItem.map(\.cost).min() {
+            efficientBatchSize = perItem.filter { $0.cost <= best * 1.05 }.map(\.n).min()
+        }
+        if let parallelOne, let serialOne = loaded[1], workers > 1 {
+            parallelHelps = Double(parallelOne) < 0.9 * Double(serialOne)
+        }
+    }
+
+    /// Whether the batch just dispatched may use every engine thread. With one worker it always may
+    /// (that is the only way to use the cores). With several, only when it runs alone, nothing else
+    /// waits (light load: the lowest latency for this request), and calibration found the threads
+    /// faster; under load each worker keeps to its own thread, so the workers do not oversubscribe
+    /// the cores and batches run at their best throughput.
+    public func dispatchMayUseAllThreads() -> Bool {
+        if workers == 1 { return true }
+        return parallelHelps && idleWorkers == workers - 1 && queueLength == 0
+    }
+
     /// Predicted time from `now` until a request enqueued now would finish.
     ///
     /// Its batch starts once a worker is free and the full batches ahead of it have gone; it then runs
@@ -91,7 +133,7 @@ public struct BatchScheduler: Sendable {
     /// when it is formed. Counting only the items present now would predict the run of a batch of one
     /// for a request that, under load, runs in a full batch.
     public func predictedCompletion(now: UInt64, position: Int) -> UInt64 {
-        let maxBatch = configuration.maxBatchSize
+        let maxBatch = batchLimit
         let fullBatchesAhead = position / maxBatch
         var waitForWorker = 0.0
         if idleWorkers == 0, let soonest = busyUntil.min() {
@@ -112,7 +154,7 @@ public struct BatchScheduler: Sendable {
     public static let deadlineTooShort = "deadline_too_short"
 
     public mutating func enqueue(id: UInt64, now: UInt64, deadline: UInt64? = nil) -> EnqueueDecision {
-        let retry = UInt64(max(1_000_000, latency.predict(size: configuration.maxBatchSize) * Double(max(1, queueLength / configuration.maxBatchSize))))
+        let retry = UInt64(max(1_000_000, latency.predict(size: batchLimit) * Double(max(1, queueLength / batchLimit))))
         if queueLength >= configuration.maxQueueLength {
             return .rejected(reason: "queue_full", retryAfterNanos: retry)
         }
@@ -152,6 +194,7 @@ public struct BatchScheduler: Sendable {
         if let expired = expire(where: { $0 <= now }) { return expired }
         guard queueLength > 0, idleWorkers > 0 else { return .idle }
         let available = queueLength
+        let limit = batchLimit
         let oldest = entries[head]
         var due = oldest.arrival &+ configuration.maxQueueDelayNanos
         if configuration.delayPolicy == .adaptive {
@@ -160,15 +203,15 @@ public struct BatchScheduler: Sendable {
             if !expectMore { due = now }
         }
         // Never wait so long that the tightest deadline in the batch would be missed.
-        if let tightest = entries[head..<(head + min(available, configuration.maxBatchSize))].compactMap(\.deadline).min() {
-            let runTime = UInt64(latency.predict(size: min(available, configuration.maxBatchSize)))
+        if let tightest = entries[head..<(head + min(available, limit))].compactMap(\.deadline).min() {
+            let runTime = UInt64(latency.predict(size: min(available, limit)))
             due = min(due, tightest > runTime ? tightest - runTime : 0)
         }
         if flush { due = now }
-        guard available >= configuration.maxBatchSize || now >= due else { return .waitUntil(due) }
+        guard available >= limit || now >= due else { return .waitUntil(due) }
         // Batch sizes that may be formed from what is waiting: any size up to `most`, or the allowed
         // sizes up to it (or `most` itself when none fits).
-        let most = min(available, configuration.maxBatchSize)
+        let most = min(available, limit)
         let allowed = configuration.allowedBatchSizes
         let anyAllowedFits = allowed.map { $0.contains { $0 <= most } } ?? true
         func formable(_ size: Int) -> Bool {
