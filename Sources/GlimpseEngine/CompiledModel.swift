@@ -5,8 +5,15 @@ import Synchronization
 public struct EngineOptions: Sendable {
     /// Intra-op threads used by one `run` call.
     public var threads: Int
-    public init(threads: Int = 1) {
+    /// Batch widening (opt-in): a graph whose every input declares a fixed batch of 1 is compiled
+    /// with a dynamic batch when a check at load shows that this changes no result. Reshapes to a
+    /// constant `[1, ...]` keep the batch instead, and the result is planned and run at batch 2 on
+    /// pseudo-random items and compared with batch-1 runs of the same items. If planning or that
+    /// check fails, the model stays fixed at batch 1. See `CompiledModel.widenedBatch`.
+    public var widenFixedBatch: Bool
+    public init(threads: Int = 1, widenFixedBatch: Bool = false) {
         self.threads = max(1, threads)
+        self.widenFixedBatch = widenFixedBatch
     }
 }
 
@@ -35,8 +42,12 @@ public struct EngineError: Error, CustomStringConvertible, Sendable {
 /// concurrent calls never share buffers.
 public final class CompiledModel: @unchecked Sendable {
     public let name: String
+    /// Input specs. Dimension 0 is -1 (any batch) for a dynamic-batch graph and for a widened one.
     public let inputs: [TensorSpec]
     public let outputs: [TensorSpec]
+    /// True when the graph declared a fixed batch of 1 and `EngineOptions.widenFixedBatch` made it
+    /// dynamic (its input and output specs then report dimension 0 as -1).
+    public let widenedBatch: Bool
     let graph: Graph
     /// CPU time used so far by this model's engine worker threads (the calling thread excluded).
     public func engineThreadsCPUNanos() -> UInt64 { pool.workerCPUTimeNanos() }
@@ -55,20 +66,29 @@ public final class CompiledModel: @unchecked Sendable {
         self.graph = Graph(name: name)
         self.threads = 1
         self.pool = .serial
+        self.widenedBatch = false
     }
 
     /// Compiles an optimized graph: checks it by planning batch 1 (and 2 when the batch is
-    /// dynamic) and derives the output specs.
+    /// dynamic, or widened) and derives the output specs.
     public init(graph: Graph, options: EngineOptions) throws {
         self.name = graph.name
-        self.graph = graph
         self.threads = options.threads
-        self.pool = ThreadPool(threads: options.threads)
-        self.inputs = graph.inputs.map { $0.spec }
+        let pool = ThreadPool(threads: options.threads)
+        self.pool = pool
         let dynamic = graph.inputs.contains { $0.spec.shape.first == -1 }
         let plan1 = try ExecutionPlan(graph: graph, batch: 1, threads: options.threads)
+        var plan2 = dynamic ? try ExecutionPlan(graph: graph, batch: 2, threads: options.threads) : nil
+        var compiled = graph
+        if !dynamic, options.widenFixedBatch,
+           let wide = Self.widenBatch(graph, batchOne: plan1, threads: options.threads, pool: pool) {
+            compiled = wide.graph
+            plan2 = wide.plan
+        }
+        self.graph = compiled
+        self.widenedBatch = compiled !== graph
+        self.inputs = compiled.inputs.map { $0.spec }
         var outSpecs: [TensorSpec] = []
-        let plan2 = dynamic ? try ExecutionPlan(graph: graph, batch: 2, threads: options.threads) : nil
         for (i, out) in graph.outputs.enumerated() {
             var shape = plan1.outputTensors[i].shape.dims
             if let p2 = plan2 {
@@ -79,7 +99,10 @@ public final class CompiledModel: @unchecked Sendable {
         }
         self.outputs = outSpecs
         flopsPerImage = plan1.flops
-        plans.withLock { $0[1] = [plan1] }
+        plans.withLock {
+            $0[1] = [plan1]
+            if widenedBatch, let plan2 { $0[plan2.batch] = [plan2] }  // the check's plan, reused
+        }
     }
 
     /// Runs the model on a batch. `inputs[i]` matches `self.inputs[i]` with the dynamic batch dimension

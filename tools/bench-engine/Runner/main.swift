@@ -1,7 +1,9 @@
 // Glimpse engine benchmark runner (no test framework, no server dependencies).
 //
-// Usage: bench-engine [--iterations-seconds S] [--batches 1,8,32] [--threads 1,2] MODEL.onnx...
+// Usage: bench-engine [--seconds S] [--batches 1,8,32] [--threads 1,2] [--widen] MODEL.onnx...
 // Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak.
+// --widen loads with `EngineOptions.widenFixedBatch`, so fixed-batch-1 models that pass the check
+// at load run every batch size (otherwise they are measured at batch 1 only).
 import Foundation
 import GlimpseEngine
 import GlimpseONNX
@@ -10,6 +12,7 @@ import GlimpseTensor
 var batches = [1, 8, 32]
 var threadCounts = [1, 2]
 var seconds = 2.0
+var widen = false
 var models: [String] = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
@@ -18,6 +21,7 @@ while let a = args.first {
     case "--batches": batches = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--threads": threadCounts = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
+    case "--widen": widen = true
     default: models.append(a)
     }
 }
@@ -63,7 +67,7 @@ for path in models {
     for threads in threadCounts {
         let model: CompiledModel
         do {
-            model = try ONNXLoader.load(path: path, options: EngineOptions(threads: threads))
+            model = try ONNXLoader.load(path: path, options: EngineOptions(threads: threads, widenFixedBatch: widen))
         } catch {
             print("{\"model\": \"\(path)\", \"error\": \"\(error)\"}")
             continue
