@@ -108,8 +108,20 @@ final class BatchQueue: @unchecked Sendable {
         let parallelOne = workers > 1 && model.threads > 1 ? try time(1, parallel: true) : nil
         condition.lock()
         scheduler.adopt(calibration: loaded, parallelOne: parallelOne)
+        let limit = scheduler.batchLimit, parallelHelps = scheduler.parallelHelps
         condition.unlock()
+        let perItem = loaded.sorted { $0.key < $1.key }
+            .map { String(format: "%d: %.3f", $0.key, Double($0.value) / Double($0.key) / 1e6) }.joined(separator: ", ")
+        var summary = "batches up to \(limit); ms per item by batch size \(perItem)"
+        if let parallelOne {
+            summary += String(format: "; a lone batch of 1 on %d threads %.3f ms (%@)", model.threads, Double(parallelOne) / 1e6,
+                              parallelHelps ? "used when idle" : "not faster, unused")
+        }
+        calibrationSummary = summary
     }
+
+    /// What calibration measured and chose, for the load log.
+    private(set) var calibrationSummary = "not calibrated"
 
     /// The batch sizes timed before a model serves: every allowed size when the model lists them,
     /// otherwise 1, the powers of two below the largest batch, and the largest batch.

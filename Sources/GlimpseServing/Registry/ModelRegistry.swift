@@ -45,7 +45,7 @@ public final class ModelRegistry: @unchecked Sendable {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).resolvingSymlinksInPath) else {
             throw ServingError.modelUnavailable("model file \(metadata.file) not found")
         }
-        let compiled = try ONNXLoader.load(path: path, options: EngineOptions(threads: configuration.engineThreads))
+        let compiled = try ONNXLoader.load(path: path, options: EngineOptions(threads: configuration.engineThreads, widenFixedBatch: true))
         guard let output = compiled.outputs.first else { throw EngineError("model \(metadata.name) has no outputs") }
         let classes = output.shape.dropFirst().reduce(1) { $0 * max(1, $1) }
         let labels = LabelLoader.load(metadata: metadata, directory: directory, classes: classes)
@@ -77,8 +77,9 @@ public final class ModelRegistry: @unchecked Sendable {
         var problems = issues.map(\.description)
         for metadata in found {
             do {
-                try load(metadata, directory: directory)
-                logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)"])
+                let loaded = try load(metadata, directory: directory)
+                logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)",
+                                                       "calibration": "\(loaded.queue.calibrationSummary)"])
             } catch {
                 problems.append("\(metadata.file): \(error)")
             }
@@ -98,7 +99,8 @@ public final class ModelRegistry: @unchecked Sendable {
         }
         do {
             let loaded = try load(metadata, directory: directory)
-            logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)"])
+            logger.info("loaded model", metadata: ["model": "\(metadata.name)", "file": "\(metadata.file)",
+                                                   "calibration": "\(loaded.queue.calibrationSummary)"])
             return loaded
         } catch let error as ServingError {
             throw error
