@@ -97,7 +97,11 @@ public final class InferenceService: Sendable {
             throw ServingError.overloaded(reason: "queue_full", retryAfterMs: 100)
         }
         defer { inflight.add(-request.images.count) }
-        let deadline = request.deadlineMs.map { monotonicNanos() &+ UInt64(max(0, $0) * 1e6) }
+        let now = monotonicNanos()
+        let deadline = request.deadlineMs.map { now &+ UInt64(max(0, $0) * 1e6 * (1 - configuration.deadlineHeadroom)) }
+        // Refused before any decoding when the queue already says the answer would be late.
+        try model.queue.admit(images: request.images.count, now: now, deadline: deadline,
+                              decodeAhead: decodePool.pendingJobs, decodeThreads: decodePool.threadCount)
         return try await withThrowingTaskGroup(of: (Int, ClassifyResult).self) { group in
             for (i, image) in request.images.enumerated() {
                 group.addTask { (i, try await self.classifyOne(image, model: model, reason: route.reason, topK: request.topK, crop: request.crop, deadline: deadline)) }
@@ -113,7 +117,10 @@ public final class InferenceService: Sendable {
         let spec = model.metadata.preprocessing
         let queue = model.queue
         let limits = configuration.imageLimits
-        let (tensor, info) = try await decodePool.run { () throws -> (Tensor, ImageInfo) in
+        var incoming = true
+        defer { if incoming { queue.incomingArrived() } }
+        let (tensor, info, work) = try await decodePool.run { () throws -> (Tensor, ImageInfo, UInt64) in
+            let began = monotonicNanos()
             let tensor = Tensor(shape: Shape(queue.itemShape), dtype: queue.inputDType)
             guard tensor.byteCount == spec.byteCount else {
                 throw ServingError.modelUnavailable("model \(model.name): preprocessing makes \(spec.byteCount) bytes but the model input \(queue.itemShape) needs \(tensor.byteCount)")
@@ -121,9 +128,12 @@ public final class InferenceService: Sendable {
             let info = try bytes.withUnsafeBytes { raw in
                 try ImagePipeline.preprocess(raw, spec: spec, crop: crop, limits: limits, into: tensor.rawPointer)
             }
-            return (tensor, info)
+            return (tensor, info, monotonicNanos() - began)
         }
         let decoded = monotonicNanos()
+        incoming = false
+        queue.incomingArrived()
+        queue.notePreprocessing(nanos: work)
         if let deadline, decoded >= deadline {
             throw ServingError.deadlineExceeded("the deadline passed while the image was decoded (\(String(format: "%.1f", Double(decoded - start) / 1e6)) ms)")
         }

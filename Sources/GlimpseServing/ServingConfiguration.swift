@@ -20,6 +20,10 @@ public struct ServingConfiguration: Sendable {
     public var maxInflightImages: Int
     /// The family `"model": "auto"` means when several families are loaded.
     public var defaultFamily: String?
+    /// Share of each `deadline_ms` the server keeps back for what happens outside its own planning:
+    /// reading the request and writing the answer, transport, and error in its latency predictions.
+    /// Admission and batching aim to answer within the rest.
+    public var deadlineHeadroom: Double
 
     public init(decodeThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
                 engineThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -29,8 +33,10 @@ public struct ServingConfiguration: Sendable {
                 maxImagesPerCall: Int = 64,
                 maxTopK: Int = 100,
                 maxInflightImages: Int = 512,
-                defaultFamily: String? = nil) {
+                defaultFamily: String? = nil,
+                deadlineHeadroom: Double = 0.2) {
         self.defaultFamily = defaultFamily
+        self.deadlineHeadroom = min(0.9, max(0, deadlineHeadroom))
         self.decodeThreads = max(1, decodeThreads)
         self.engineThreads = max(1, engineThreads)
         self.workersPerModel = max(1, workersPerModel)

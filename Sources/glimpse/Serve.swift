@@ -25,7 +25,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most requests waiting per model before refusing with queue_full.") var maxQueue: Int = 256
     @Option(help: "Batch delay policy: adaptive (wait only when more requests are arriving) or fixed.") var batchPolicy: String = "adaptive"
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
-    @Option(help: "Batch workers per model. Two workers share the model's engine threads: one batch at a time uses them all, two at once run side by side (measured best on 2 cores, see BENCHMARKS.md).") var workers: Int = 2
+    @Option(help: "Batch workers per model. With several, a batch that runs alone with nothing waiting uses all engine threads (lowest latency) and busy workers keep to one thread each (best throughput); measured on 2 cores, see BENCHMARKS.md.") var workers: Int = 2
+    @Option(help: "Share of each deadline_ms kept back for reading the request, writing the answer, transport and prediction error; the queue plans to answer within the rest (measured: 0.2 keeps the p99 of answers within the deadline at 2x overload, see BENCHMARKS.md).") var deadlineHeadroom: Double = 0.2
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
     @Option(help: "Largest encoded image in bytes.") var maxImageBytes: Int = 16 << 20
     @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
@@ -76,7 +77,7 @@ struct Serve: AsyncParsableCommand {
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
                             allowedBatchSizes: sizes, delayPolicy: policy),
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
-            maxImagesPerCall: maxImagesPerCall, defaultFamily: defaultFamily)
+            maxImagesPerCall: maxImagesPerCall, defaultFamily: defaultFamily, deadlineHeadroom: deadlineHeadroom)
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }

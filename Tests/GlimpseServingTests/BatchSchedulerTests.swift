@@ -246,4 +246,28 @@ extension BatchSchedulerTests {
         XCTAssertEqual(one.next(now: 0), .dispatch(ids: [1]))
         XCTAssertTrue(one.dispatchMayUseAllThreads())
     }
+
+    func testCallsThatCannotMakeItAreRefusedBeforeDecoding() {
+        // 10 ms per item, one worker, no batching.
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 1)
+        s.adopt(calibration: [1: 10 * ms])
+        // Idle queue: an image ready at 2 ms finishes at 12 ms.
+        XCTAssertTrue(s.admitsBeforeDecode(images: 1, incoming: 0, ready: 2 * ms, deadline: 13 * ms))
+        XCTAssertFalse(s.admitsBeforeDecode(images: 1, incoming: 0, ready: 4 * ms, deadline: 13 * ms))
+        // Two images still being decoded will be queued first: 30 ms.
+        XCTAssertFalse(s.admitsBeforeDecode(images: 1, incoming: 2, ready: 0, deadline: 25 * ms))
+        XCTAssertTrue(s.admitsBeforeDecode(images: 1, incoming: 2, ready: 0, deadline: 31 * ms))
+        // A call of three images waits for its last one.
+        XCTAssertFalse(s.admitsBeforeDecode(images: 3, incoming: 0, ready: 0, deadline: 25 * ms))
+        // Requests already queued count too.
+        _ = s.enqueue(id: 1, now: 0)
+        _ = s.enqueue(id: 2, now: 0)
+        XCTAssertFalse(s.admitsBeforeDecode(images: 1, incoming: 0, ready: 0, deadline: 25 * ms))
+        // No prediction before calibration, none with shedding off.
+        let fresh = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0), workers: 1)
+        XCTAssertTrue(fresh.admitsBeforeDecode(images: 1, incoming: 50, ready: 0, deadline: 1))
+        var off = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, shedUnmeetableDeadlines: false), workers: 1)
+        off.adopt(calibration: [1: 10 * ms])
+        XCTAssertTrue(off.admitsBeforeDecode(images: 1, incoming: 50, ready: 0, deadline: 1))
+    }
 }

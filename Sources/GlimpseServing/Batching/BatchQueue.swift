@@ -180,6 +180,48 @@ final class BatchQueue: @unchecked Sendable {
         return done > now ? done - now : 0
     }
 
+    /// Recent time to decode and preprocess one image on a decode thread (not counting any wait for
+    /// the thread), exponentially weighted.
+    private var preprocessNanos = 0.0
+
+    func notePreprocessing(nanos: UInt64) {
+        condition.lock()
+        preprocessNanos = preprocessNanos == 0 ? Double(nanos) : preprocessNanos * 0.9 + Double(nanos) * 0.1
+        condition.unlock()
+    }
+
+    /// Images admitted by `admit` and still being decoded: they will be queued ahead of later calls.
+    private var incoming = 0
+
+    /// Admits a call of `images` images before any of them is decoded, and counts them as incoming
+    /// until `incomingArrived` (once per image, decoded or not). With a deadline, refuses the call at
+    /// once (-32000 `deadline_unmeetable`) when its images are predicted to finish after it: decoded at
+    /// the recent pace behind the `decodeAhead` jobs waiting for the `decodeThreads` decode threads,
+    /// then queued behind what waits and what is still being decoded. Under overload this keeps the
+    /// cores for requests that can still make it, instead of decoding requests that would be refused
+    /// or expire. Nothing is refused on a prediction before the latency model has seen a batch.
+    func admit(images: Int, now: UInt64, deadline: UInt64?, decodeAhead: Int, decodeThreads: Int) throws {
+        condition.lock()
+        if let deadline, !stopping {
+            let rounds = (decodeAhead + images + max(1, decodeThreads) - 1) / max(1, decodeThreads)
+            let ready = now &+ UInt64(preprocessNanos * Double(rounds))
+            if !scheduler.admitsBeforeDecode(images: images, incoming: incoming, ready: ready, deadline: deadline) {
+                let retry = scheduler.latency.predict(size: scheduler.batchLimit)
+                condition.unlock()
+                throw ServingError.overloaded(reason: "deadline_unmeetable", retryAfterMs: max(1, Int(retry / 1e6)))
+            }
+        }
+        incoming += images
+        condition.unlock()
+    }
+
+    /// One image admitted by `admit` has been decoded (or failed to): it is no longer incoming.
+    func incomingArrived() {
+        condition.lock()
+        incoming = max(0, incoming - 1)
+        condition.unlock()
+    }
+
     /// Queues one preprocessed item (shape `itemShape`) and waits for its batch to run.
     /// `deadline` is a monotonic time in nanoseconds.
     func submit(_ input: Tensor, deadline: UInt64? = nil) async throws -> BatchItemResult {

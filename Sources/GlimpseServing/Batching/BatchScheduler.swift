@@ -150,6 +150,15 @@ public struct BatchScheduler: Sendable {
         return now &+ UInt64(max(0, total))
     }
 
+    /// Whether a call of `images` images, still to be decoded, can meet `deadline`: its images, ready for
+    /// the queue at `ready`, would be queued behind what waits now and the `incoming` images admitted
+    /// earlier and still being decoded. True while the latency model has seen no batch, or when
+    /// shedding is off.
+    public func admitsBeforeDecode(images: Int, incoming: Int, ready: UInt64, deadline: UInt64) -> Bool {
+        guard latency.isCalibrated, configuration.shedUnmeetableDeadlines else { return true }
+        return predictedCompletion(now: ready, position: queueLength + max(0, incoming) + max(1, images) - 1) <= deadline
+    }
+
     /// The rejection reason for a deadline shorter than one inference on an idle server.
     public static let deadlineTooShort = "deadline_too_short"
 
