@@ -211,6 +211,10 @@ extension BatchSchedulerTests {
         XCTAssertEqual(t.efficientBatchSize, 4)
         for id in 1...6 { _ = t.enqueue(id: UInt64(id), now: 0) }
         XCTAssertEqual(t.next(now: 0), .dispatch(ids: [1, 2, 3, 4]))
+        // A few per cent of noise between sizes is no reason to make requests wait for each other.
+        var flat = BatchScheduler(configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive))
+        flat.adopt(calibration: [1: 47_000, 2: 96_000, 4: 184_000, 8: 376_000])
+        XCTAssertEqual(flat.efficientBatchSize, 1)
         // The fixed policy keeps the configured size.
         var f = fixed(maxBatch: 8, delayMs: 0)
         f.adopt(calibration: [1: 6 * ms, 8: 56 * ms])
@@ -269,5 +273,48 @@ extension BatchSchedulerTests {
         var off = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, shedUnmeetableDeadlines: false), workers: 1)
         off.adopt(calibration: [1: 10 * ms])
         XCTAssertTrue(off.admitsBeforeDecode(images: 1, incoming: 50, ready: 0, deadline: 1))
+    }
+
+    func testAdaptiveStopsWaitingWhenWaitsGatherNobody() {
+        // One closed-loop client: a request every 0.5 ms, each sent only after the previous answer.
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive))
+        var now: UInt64 = 0
+        var waited = 0
+        for id in 1...20 {
+            _ = s.enqueue(id: UInt64(id), now: now)
+            var action = s.next(now: now)
+            if case .waitUntil(let due) = action {
+                waited += 1
+                now = due
+                action = s.next(now: now)
+            }
+            XCTAssertEqual(action, .dispatch(ids: [UInt64(id)]))
+            now += 100_000
+            s.batchDone(size: 1, durationNanos: 100_000, now: now)
+            now += 400_000
+        }
+        // The first waits gather nobody; after them requests go at once.
+        XCTAssertLessThanOrEqual(waited, 4)
+        XCTAssertLessThan(s.waitYield, 0.5)
+        // When several clients send at once again, a probing wait gathers them and waiting resumes.
+        var probes = 0
+        for round in 0..<400 {
+            let base = UInt64(21 + round * 4)
+            for k in 0..<4 { _ = s.enqueue(id: base + UInt64(k), now: now + UInt64(k) * 100_000) }
+            now += 400_000
+            var action = s.next(now: now)
+            if case .waitUntil(let due) = action {
+                probes += 1
+                for k in 4..<8 { _ = s.enqueue(id: base + 1000 + UInt64(k), now: now + UInt64(k - 3) * 100_000) }
+                now = due
+                action = s.next(now: now)
+            }
+            guard case .dispatch(let ids) = action else { return XCTFail("expected a batch") }
+            s.batchDone(size: ids.count, durationNanos: 100_000, now: now)
+            while case .dispatch(let rest) = s.next(now: now, flush: true) { s.batchDone(size: rest.count, durationNanos: 1, now: now) }
+            if probes > 0 && s.waitYield >= 0.5 { break }
+        }
+        XCTAssertGreaterThan(probes, 0)
+        XCTAssertGreaterThanOrEqual(s.waitYield, 0.5)
     }
 }

@@ -72,11 +72,19 @@ public struct BatchScheduler: Sendable {
     private var busyUntil: [UInt64] = []
     /// Exponentially weighted mean gap between arrivals.
     public private(set) var meanInterarrivalNanos: Double = 0
+    /// Requests that recent adaptive waits gathered per wait, exponentially weighted. A closed-loop
+    /// client with one request in flight arrives often but never while its request waits, so dense
+    /// arrivals alone would make every request wait for nothing; waits that gather nobody stop the
+    /// adaptive policy waiting, and it probes again slowly (see `next`).
+    public private(set) var waitYield: Double = 1
+    /// Queue length when the current adaptive wait began (nil when not waiting).
+    private var waitBeganWith: Int?
     private var lastArrival: UInt64?
 
-    /// Largest batch worth forming, from the calibration runs (`adopt(calibration:)`): the smallest
-    /// size whose time per item is within 5 % of the best. On a CPU a larger batch is not always
-    /// cheaper per item (its activations may leave the cache), and then batching only adds waiting.
+    /// Largest batch worth forming, from the calibration runs (`adopt(calibration:)`): 1 unless some
+    /// batch is at least 10 % cheaper per item than a single run (batching costs waiting), else the
+    /// smallest size within 5 % of the best. On a CPU a larger batch is not always cheaper per item
+    /// (its activations may leave the cache).
     public private(set) var efficientBatchSize: Int?
     /// Whether a batch that has the machine to itself should use all of the engine's intra-op
     /// threads: true unless calibration measured them to be no faster than one thread.
@@ -108,7 +116,13 @@ public struct BatchScheduler: Sendable {
         }
         let perItem = loaded.filter { $0.key >= 1 && $0.value > 0 }.map { (n: $0.key, cost: Double($0.value) / Double($0.key)) }
         if let best = perItem.map(\.cost).min() {
-            efficientBatchSize = perItem.filter { $0.cost <= best * 1.05 }.map(\.n).min()
+            // Batching costs waiting, so it must buy a real saving: unless a batch is at least 10 %
+            // cheaper per item than a single run, items run one at a time.
+            if let single = perItem.first(where: { $0.n == 1 })?.cost, single <= best * 1.10 {
+                efficientBatchSize = 1
+            } else {
+                efficientBatchSize = perItem.filter { $0.cost <= best * 1.05 }.map(\.n).min()
+            }
         }
         if let parallelOne, let serialOne = loaded[1], workers > 1 {
             parallelHelps = Double(parallelOne) < 0.9 * Double(serialOne)
@@ -207,9 +221,10 @@ public struct BatchScheduler: Sendable {
         let oldest = entries[head]
         var due = oldest.arrival &+ configuration.maxQueueDelayNanos
         if configuration.delayPolicy == .adaptive {
-            // Wait only if another arrival is expected before the delay runs out.
+            // Wait only if another arrival is expected before the delay runs out, and waiting has
+            // recently gathered requests.
             let expectMore = meanInterarrivalNanos > 0 && meanInterarrivalNanos < Double(configuration.maxQueueDelayNanos)
-            if !expectMore { due = now }
+            if !expectMore || (waitYield < 0.5 && waitBeganWith == nil) { due = now }
         }
         // Never wait so long that the tightest deadline in the batch would be missed.
         if let tightest = entries[head..<(head + min(available, limit))].compactMap(\.deadline).min() {
@@ -217,7 +232,10 @@ public struct BatchScheduler: Sendable {
             due = min(due, tightest > runTime ? tightest - runTime : 0)
         }
         if flush { due = now }
-        guard available >= limit || now >= due else { return .waitUntil(due) }
+        guard available >= limit || now >= due else {
+            if waitBeganWith == nil { waitBeganWith = available }
+            return .waitUntil(due)
+        }
         // Batch sizes that may be formed from what is waiting: any size up to `most`, or the allowed
         // sizes up to it (or `most` itself when none fits).
         let most = min(available, limit)
@@ -251,6 +269,14 @@ public struct BatchScheduler: Sendable {
                 size -= 1
             }
         }
+        if configuration.delayPolicy == .adaptive {
+            if let began = waitBeganWith {
+                waitYield = waitYield * 0.8 + Double(max(0, available - began)) * 0.2
+            } else if waitYield < 0.5 {
+                waitYield += 0.002  // a probing wait about every 250 batches
+            }
+        }
+        waitBeganWith = nil
         let ids = entries[head..<(head + count)].map(\.id)
         head += count
         if head > 1024 && head * 2 > entries.count {
