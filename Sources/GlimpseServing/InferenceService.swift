@@ -135,7 +135,7 @@ public final class InferenceService: Sendable {
         queue.incomingArrived()
         queue.notePreprocessing(nanos: work)
         if let deadline, decoded >= deadline {
-            throw ServingError.deadlineExceeded("the deadline passed while the image was decoded (\(String(format: "%.1f", Double(decoded - start) / 1e6)) ms)")
+            throw ServingError.deadlineExceeded("the time planned for the answer (deadline_ms less the headroom kept for transport) passed while the image was decoded (\(String(format: "%.1f", Double(decoded - start) / 1e6)) ms)")
         }
         let item = try await submit(tensor, to: model, deadline: deadline)
         let end = monotonicNanos()

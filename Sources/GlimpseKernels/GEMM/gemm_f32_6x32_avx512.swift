@@ -57,9 +57,10 @@ public func gemm_f32_6x32_avx512(
         finish.row(c50, c51, 5)
         return
     }
-    // Other tiles (row or column tails, a split between two images, scaling epilogues) go through a small stack buffer to one out-of-line store routine, so the
-    // epilogue's code (bias, requantization, residual, clamp, swish) exists once and the k loop above
-    // stays a tight, fully inlined FMA loop.
+    // Other tiles (row or column tails, a split between two images, scaling epilogues) go through a
+    // small stack buffer to one out-of-line store routine, so the general epilogue's code (bias,
+    // requantization, residual, clamp, swish) exists once and the k loop above stays a tight, fully
+    // inlined FMA loop.
     var tile = GemmAccumulatorTile(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51)
     withUnsafeBytes(of: &tile) { acc in
         GemmTileStore(c: c, ldc: ldc, rows: rows, cols: split.map { min(cols, $0.column) } ?? cols,

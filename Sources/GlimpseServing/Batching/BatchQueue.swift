@@ -300,7 +300,7 @@ final class BatchQueue: @unchecked Sendable {
                         item.continuation.resume(throwing: ServingError.deadlineExceeded(
                             "the deadline would pass before its batch could finish (predicted), after \(waited) ms in the queue"))
                     } else {
-                        item.continuation.resume(throwing: ServingError.deadlineExceeded("the deadline passed after \(waited) ms in the queue"))
+                        item.continuation.resume(throwing: ServingError.deadlineExceeded("the time planned for the answer (deadline_ms less the headroom kept for transport) passed after \(waited) ms in the queue"))
                     }
                 }
             case .waitUntil(let due):
