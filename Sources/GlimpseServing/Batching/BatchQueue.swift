@@ -206,6 +206,12 @@ final class BatchQueue: @unchecked Sendable {
             let rounds = (decodeAhead + images + max(1, decodeThreads) - 1) / max(1, decodeThreads)
             let ready = now &+ UInt64(preprocessNanos * Double(rounds))
             if !scheduler.admitsBeforeDecode(images: images, incoming: incoming, ready: ready, deadline: deadline) {
+                let oneItem = scheduler.latency.predict(size: 1)
+                if now &+ UInt64(max(0, preprocessNanos + oneItem)) > deadline {
+                    // Too short even for an idle server: no retry can help, so it is not called overload.
+                    condition.unlock()
+                    throw ServingError.deadlineExceeded(String(format: "the deadline is shorter than decoding and one inference of %@ even with an empty queue (predicted %.1f ms)", model.name, (preprocessNanos + oneItem) / 1e6))
+                }
                 let retry = scheduler.latency.predict(size: scheduler.batchLimit)
                 condition.unlock()
                 throw ServingError.overloaded(reason: "deadline_unmeetable", retryAfterMs: max(1, Int(retry / 1e6)))
