@@ -37,6 +37,86 @@ final class ConvKernelTests: XCTestCase {
         }
     }
 
+    /// Stride-1 convolutions whose output is as wide as the input ("same" padding, symmetric or
+    /// not): the shifted-plane packing with masked vector loads. Two images share one buffer and the
+    /// packing of the second may read into the first (the readable range), and K spans several K
+    /// blocks for the wide channel counts.
+    func testShiftedPlaneIm2colMatchesReference() {
+        var rng = TestRandom(seed: 31)
+        for i in 0..<40 {
+            let kh = rng.int(1...5), kw = rng.int(1...5), dh = rng.int(1...2), dw = rng.int(1...2)
+            let cin = i % 5 == 0 ? rng.int(30...40) : rng.int(1...9), cout = rng.int(1...14)
+            let h = rng.int(1...20), w = rng.int(1...45)
+            let padTop = rng.int(0...(kh - 1) * dh), padBottom = rng.int(0...(kh - 1) * dh)
+            let padLeft = rng.int(0...(kw - 1) * dw)
+            let oh = h + padTop + padBottom - (kh - 1) * dh
+            guard oh >= 1 else { continue }
+            let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: 1, strideW: 1, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
+                                 outHeight: oh, outWidth: w)
+            XCTAssertTrue(g.isShiftedPlane)
+            let image = cin * g.inPixels
+            let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
+            let bias = AlignedBuffer(rng.floats(cout))
+            let packed = AlignedBuffer(GemmPacking.packedACount(m: cout, k: g.patchSize))
+            GemmPacking.packA(wts.pointer, m: cout, k: g.patchSize, rowStride: g.patchSize, colStride: 1, into: packed.pointer)
+            let scratch = AlignedBuffer(GemmDriver.scratchCount(k: g.patchSize))
+            for item in 0..<2 {
+                let src = x.pointer + item * image
+                let readable: Range<Int>? = i % 2 == 0 ? -item * image..<(2 - item) * image : nil
+                let out = AlignedBuffer(cout * g.outPixels), ref = AlignedBuffer(cout * g.outPixels)
+                GemmDriver.run(m: cout, n: g.outPixels, k: g.patchSize, packedA: packed.pointer,
+                               b: Im2colB(input: src, geometry: g, readable: readable), c: out.pointer, ldc: g.outPixels,
+                               epilogue: GemmEpilogue(rowBias: bias.pointer),
+                               panels: 0..<GemmDriver.panelCount(n: g.outPixels), scratch: scratch.pointer)
+                conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                     geometry: g, groups: 1, outChannelsPerGroup: cout)
+                assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) \(g)")
+            }
+        }
+    }
+
+    /// Narrow planes without padding take `SmallPool` (including the paired 2×2 stride-2 path).
+    func testSmallPoolMatchesReference() {
+        var rng = TestRandom(seed: 37)
+        var pairs = 0
+        for i in 0..<60 {
+            let pairCase = i % 3 == 0
+            let kh = pairCase ? 2 : rng.int(1...4), kw = pairCase ? 2 : rng.int(1...4)
+            let sh = pairCase ? 2 : rng.int(1...3), sw = pairCase ? 2 : rng.int(1...3)
+            let dh = pairCase ? 1 : rng.int(1...2), dw = pairCase ? 1 : rng.int(1...2)
+            let h = rng.int((kh - 1) * dh + 1...30), w = rng.int((kw - 1) * dw + 1...SmallPool.maxWidth)
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: sh, strideW: sw, dilationH: dh, dilationW: dw, padTop: 0, padLeft: 0,
+                                 outHeight: (h - (kh - 1) * dh - 1) / sh + 1, outWidth: (w - (kw - 1) * dw - 1) / sw + 1)
+            XCTAssertTrue(SmallPool.applies(g), "\(g)")
+            if pairCase { pairs += 1 }
+            let isMax = i % 2 == 0
+            // Three planes back to back, so the whole-vector stores of a plane's last rows are checked
+            // not to run into the next plane.
+            let x = AlignedBuffer(rng.floats(3 * g.inPixels))
+            let out = AlignedBuffer(3 * g.outPixels), ref = AlignedBuffer(3 * g.outPixels)
+            let scratch = AlignedBuffer(SmallPool.scratchCount)
+            for p in 0..<3 {
+                SmallPool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels, geometry: g,
+                              isMax: isMax, scratch: scratch.pointer)
+            }
+            for p in (0..<3).reversed() {
+                pool2d_f32_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
+                                     kind: isMax ? .max : .average(countIncludePad: false))
+            }
+            assertClose(out.array, ref.array, tolerance: 1e-5, "max \(isMax) \(g)")
+        }
+        XCTAssertEqual(pairs, 20)
+        var padded = ConvGeometry(inChannels: 1, inHeight: 8, inWidth: 8, kernelHeight: 3, kernelWidth: 3, strideH: 1,
+                                  strideW: 1, dilationH: 1, dilationW: 1, padTop: 1, padLeft: 1, outHeight: 8, outWidth: 8)
+        XCTAssertFalse(SmallPool.applies(padded), "padding goes through PoolPlane")
+        padded.padTop = 0
+        padded.padLeft = 0
+        padded.inWidth = SmallPool.maxWidth + 1
+        XCTAssertFalse(SmallPool.applies(padded), "wide planes go through PoolPlane")
+    }
+
     func testDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 5)
         for _ in 0..<40 {

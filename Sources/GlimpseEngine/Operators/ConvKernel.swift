@@ -19,10 +19,11 @@ struct ConvKernel: Kernel {
     let threads: Int
     let retain: [AnyObject]
 
-    /// Floats of the materialized im2col matrix this convolution uses (0 when it packs panels).
+    /// Floats of the materialized im2col matrix this convolution uses (0 when it packs panels
+    /// straight from the input: pointwise, shifted-plane or too large).
     static func im2colFloats(_ g: ConvGeometry, depthwise: Bool) -> Int {
         let n = g.patchSize * g.outPixels
-        return depthwise || g.isPointwise || n > Im2colMatrix.maxFloats ? 0 : n
+        return depthwise || g.isPointwise || g.isShiftedPlane || n > Im2colMatrix.maxFloats ? 0 : n
     }
 
     /// The fused epilogue of output channels from `firstChannel` on (bias, requantization scale,
@@ -79,7 +80,9 @@ struct ConvKernel: Kernel {
                         GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
                                        c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
                     } else {
-                        GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g),
+                        // The whole input tensor is readable around this image's planes.
+                        let readable = (input - src)..<(input + batch * inImage - src)
+                        GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g, readable: readable),
                                        c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
                     }
                     task += slots

@@ -41,4 +41,10 @@ public struct ConvGeometry: Sendable, Hashable {
     public var isPointwise: Bool {
         kernelHeight == 1 && kernelWidth == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0
     }
+
+    /// True when every im2col row is the input plane shifted by a constant (stride 1, output as
+    /// wide as the input, as with "same" padding): column j reads input pixel j + dy·W + dx.
+    public var isShiftedPlane: Bool {
+        strideH == 1 && strideW == 1 && outWidth == inWidth
+    }
 }

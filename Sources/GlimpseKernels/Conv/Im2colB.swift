@@ -3,14 +3,20 @@
 public struct Im2colB: GemmBSource {
     public let input: UnsafePointer<Float>
     public let g: ConvGeometry
+    /// Offsets from `input` that may be read: whole-vector loads of a shifted plane run past its
+    /// edges (into lanes that are masked off), so they are taken only where they stay inside this
+    /// range; by default the image's own planes, wider when the caller knows the whole tensor.
+    public let readable: Range<Int>
 
-    public init(input: UnsafePointer<Float>, geometry: ConvGeometry) {
+    public init(input: UnsafePointer<Float>, geometry: ConvGeometry, readable: Range<Int>? = nil) {
         self.input = input
         self.g = geometry
+        self.readable = readable ?? 0..<(geometry.inChannels * geometry.inPixels)
     }
 
     @inline(__always)
     public func panel(k0: Int, kc: Int, n0: Int, nc: Int, scratch: UnsafeMutablePointer<Float>) -> UnsafePointer<Float> {
+        if g.isShiftedPlane { return shiftedPanel(k0: k0, kc: kc, n0: n0, nc: nc, scratch: scratch) }
         let nr = GemmTile.nr
         let khw = g.kernelHeight * g.kernelWidth
         let ow0 = n0 % g.outWidth, oh0 = n0 / g.outWidth
@@ -52,6 +58,67 @@ public struct Im2colB: GemmBSource {
                 oh += 1
             }
             for t in nc..<nr { dst[t] = 0 }
+        }
+        return UnsafePointer(scratch)
+    }
+
+    /// Stride 1 with the output as wide as the input: im2col row (ci, kh, kw) is the input plane
+    /// shifted by dy·W + dx (dy = kh·dilation − padTop, dx = kw·dilation − padLeft), with the lanes
+    /// whose input row or column falls outside the plane set to zero. A panel row is then two vector
+    /// loads and a masked select, not a run of short copies.
+    @inline(__always)
+    func shiftedPanel(k0: Int, kc: Int, n0: Int, nc: Int, scratch: UnsafeMutablePointer<Float>) -> UnsafePointer<Float> {
+        typealias Lanes = SIMD16<Int32>
+        let khw = g.kernelHeight * g.kernelWidth
+        let width = g.inWidth, pixels = g.inPixels
+        // Output row and column of each of the panel's 32 lanes; lanes past nc get a row that no dy
+        // brings inside the plane.
+        let ramp = Lanes(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+        let j0 = Lanes(repeating: Int32(truncatingIfNeeded: n0)) &+ ramp
+        let j1 = j0 &+ 16
+        let w = Lanes(repeating: Int32(truncatingIfNeeded: width))
+        let outside = Lanes(repeating: Int32.min / 2)
+        let end = Lanes(repeating: Int32(truncatingIfNeeded: n0 + nc))
+        let oh0 = (j0 / w).replacing(with: outside, where: j0 .>= end), ow0 = j0 % w
+        let oh1 = (j1 / w).replacing(with: outside, where: j1 .>= end), ow1 = j1 % w
+        let zero = Lanes(), height = Lanes(repeating: Int32(truncatingIfNeeded: g.inHeight))
+        let nr = GemmTile.nr
+        // Tap by tap, so each tap's lane masks are computed once for all its channels in the block:
+        // rows k0..<k0+kc are (ci, tap) with k = ci·KH·KW + tap.
+        for tap in 0..<khw {
+            let ciLo = k0 > tap ? (k0 &- tap &+ khw &- 1) / khw : 0
+            let ciHi = (k0 &+ kc &- 1 &- tap) / khw   // inclusive; below ciLo when the block misses this tap
+            if k0 &+ kc &- 1 < tap || ciHi < ciLo { continue }
+            let kh = tap / g.kernelWidth, kw = tap &- kh &* g.kernelWidth
+            let dy = kh &* g.dilationH &- g.padTop, dx = kw &* g.dilationW &- g.padLeft
+            let dyv = Lanes(repeating: Int32(truncatingIfNeeded: dy)), dxv = Lanes(repeating: Int32(truncatingIfNeeded: dx))
+            let ih0 = oh0 &+ dyv, iw0 = ow0 &+ dxv, ih1 = oh1 &+ dyv, iw1 = ow1 &+ dxv
+            let in0 = (ih0 .>= zero) .& (ih0 .< height) .& (iw0 .>= zero) .& (iw0 .< w)
+            let in1 = (ih1 .>= zero) .& (ih1 .< height) .& (iw1 .>= zero) .& (iw1 .< w)
+            let first = n0 &+ dy &* width &+ dx
+            var start = ciLo &* pixels &+ first
+            var out = scratch + (ciLo &* khw &+ tap &- k0) &* nr
+            let outStep = khw &* nr
+            for _ in ciLo...ciHi {
+                if start >= readable.lowerBound && start &+ nr <= readable.upperBound {
+                    let s = UnsafeRawPointer(input + start)
+                    let v0 = s.loadUnaligned(as: SIMD16<Float>.self), v1 = s.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+                    let d = UnsafeMutableRawPointer(out)
+                    d.storeBytes(of: SIMD16<Float>().replacing(with: v0, where: in0), as: SIMD16<Float>.self)
+                    d.storeBytes(of: SIMD16<Float>().replacing(with: v1, where: in1), toByteOffset: 64, as: SIMD16<Float>.self)
+                } else {
+                    // A whole-vector load would leave the readable memory: lane by lane (rare: the
+                    // first and last planes of the tensor).
+                    for t in 0..<nr {
+                        let j = n0 + t
+                        let ih = j / width + dy, iw = j % width + dx
+                        let inside = t < nc && ih >= 0 && ih < g.inHeight && iw >= 0 && iw < width
+                        out[t] = inside ? input[start + t] : 0
+                    }
+                }
+                start &+= pixels
+                out += outStep
+            }
         }
         return UnsafePointer(scratch)
     }

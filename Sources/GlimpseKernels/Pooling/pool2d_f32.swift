@@ -162,3 +162,94 @@ public func pool2d_f32_reference(input: UnsafePointer<Float>, output: UnsafeMuta
         }
     }
 }
+
+/// Pooling of a narrow plane whose windows all lie inside it (no padding, no partial window), as in
+/// LeNet-style classifiers: each output row first reduces its KH input rows into one row, then takes
+/// the KW taps of each window from that row. On such planes the phase-plane copies of `PoolPlane`
+/// cost more than the pooling itself.
+public enum SmallPool {
+    /// Widest input row this path takes.
+    public static let maxWidth = 64
+
+    public static func applies(_ g: ConvGeometry) -> Bool {
+        g.padTop == 0 && g.padLeft == 0 && g.inWidth <= maxWidth && g.outHeight > 0 && g.outWidth > 0
+            && (g.outHeight - 1) * g.strideH + (g.kernelHeight - 1) * g.dilationH < g.inHeight
+            && (g.outWidth - 1) * g.strideW + (g.kernelWidth - 1) * g.dilationW < g.inWidth
+    }
+
+    /// Floats of scratch `run` needs (one reduced row and room for whole-vector reads past it).
+    public static let scratchCount = 2 * maxWidth
+
+    /// One plane; the geometry must satisfy `applies`. Average divides by the whole window (no
+    /// window overlaps padding here, so both `countIncludePad` settings agree).
+    public static func run(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
+                           isMax: Bool, scratch row: UnsafeMutablePointer<Float>) {
+        if isMax {
+            run(MaxOf.self, input: input, output: output, geometry: g, scale: 1, scratch: row)
+        } else {
+            run(SumOf.self, input: input, output: output, geometry: g, scale: 1 / Float(g.kernelHeight * g.kernelWidth),
+                scratch: row)
+        }
+    }
+
+    @inline(__always)
+    static func run<R: SmallReduce>(_: R.Type, input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
+                                    geometry g: ConvGeometry, scale: Float, scratch row: UnsafeMutablePointer<Float>) {
+        let width = g.inWidth
+        // The row scratch holds 2·maxWidth floats, so the pair loads (up to float 2·(outWidth − 1) + 32
+        // ≤ width + 31) stay inside it; lanes past the row are never stored.
+        let pairs = g.strideW == 2 && g.kernelWidth == 2 && g.dilationW == 1
+        for oh in 0..<g.outHeight {
+            let top = input + oh * g.strideH * width
+            if g.kernelHeight == 1 {
+                row.update(from: top, count: width)
+            } else {
+                let second = top + g.dilationH * width
+                for iw in 0..<width { row[iw] = R.combine(top[iw], second[iw]) }
+            }
+            for kh in 2..<max(2, g.kernelHeight) {
+                let p = top + kh * g.dilationH * width
+                for iw in 0..<width { row[iw] = R.combine(row[iw], p[iw]) }
+            }
+            let out = output + oh * g.outWidth
+            if pairs {
+                // 2-wide windows at stride 2: even and odd lanes of 32 consecutive floats.
+                var ow = 0
+                while ow < g.outWidth {
+                    let v = UnsafeRawPointer(row + 2 * ow).loadUnaligned(as: SIMD32<Float>.self)
+                    let r = R.combine(v.evenHalf, v.oddHalf) * scale
+                    // A whole vector where it ends inside this plane's output (an overrun into the
+                    // next rows is rewritten by them); lane by lane at the plane's end.
+                    if (g.outHeight - oh) * g.outWidth - ow >= 16 {
+                        UnsafeMutableRawPointer(out + ow).storeBytes(of: r, as: SIMD16<Float>.self)
+                    } else {
+                        for t in 0..<(g.outWidth - ow) { out[ow + t] = r[t] }
+                    }
+                    ow += 16
+                }
+                continue
+            }
+            for ow in 0..<g.outWidth {
+                let first = ow * g.strideW
+                var v = row[first]
+                for kw in 1..<max(1, g.kernelWidth) { v = R.combine(v, row[first + kw * g.dilationW]) }
+                out[ow] = v * scale
+            }
+        }
+    }
+}
+
+protocol SmallReduce {
+    static func combine(_ a: Float, _ b: Float) -> Float
+    static func combine(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float>
+}
+
+enum MaxOf: SmallReduce {
+    @inline(__always) static func combine(_ a: Float, _ b: Float) -> Float { b > a ? b : a }
+    @inline(__always) static func combine(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> { simdMax(a, b) }
+}
+
+enum SumOf: SmallReduce {
+    @inline(__always) static func combine(_ a: Float, _ b: Float) -> Float { a + b }
+    @inline(__always) static func combine(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> { a + b }
+}
