@@ -76,6 +76,52 @@ final class ConvKernelTests: XCTestCase {
         }
     }
 
+    /// `DirectConv` (short-reduction "same" convolutions) against the reference: output channel
+    /// counts below, at and above the 8-channel block, planes whose pixel count is not a multiple
+    /// of 16, bias, a residual and a clamp in the epilogue, and a second image read through the
+    /// tensor-wide readable range.
+    func testDirectConvMatchesReference() {
+        var rng = TestRandom(seed: 41)
+        var tested = 0
+        for i in 0..<40 {
+            let kh = rng.int(1...5), kw = rng.int(1...5), dh = rng.int(1...2), dw = rng.int(1...2)
+            let h = rng.int(1...20), w = rng.int(1...40)
+            let padTop = rng.int(0...(kh - 1) * dh), padBottom = rng.int(0...(kh - 1) * dh)
+            let padLeft = rng.int(0...(kw - 1) * dw)
+            let oh = h + padTop + padBottom - (kh - 1) * dh
+            let cin = max(1, min(rng.int(1...4), DirectConv.maxPatch / (kh * kw)))
+            guard oh >= 1 else { continue }
+            let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: 1, strideW: 1, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
+                                 outHeight: oh, outWidth: w)
+            XCTAssertTrue(DirectConv.applies(g), "\(g)")
+            let cout = [1, 5, 8, 11, 16, 20][i % 6]
+            let image = cin * g.inPixels, outImage = cout * g.outPixels
+            let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
+            let bias = AlignedBuffer(rng.floats(cout)), residual = AlignedBuffer(rng.floats(outImage))
+            let packed = AlignedBuffer(DirectConv.packedCount(m: cout, k: g.patchSize))
+            DirectConv.pack(wts.pointer, m: cout, k: g.patchSize, into: packed.pointer)
+            for item in 0..<2 {
+                let src = x.pointer + item * image
+                let out = AlignedBuffer(outImage), ref = AlignedBuffer(outImage)
+                let epilogue = GemmEpilogue(rowBias: bias.pointer, residual: residual.pointer, residualStride: g.outPixels,
+                                            lowerBound: -0.5, upperBound: 2)
+                // Two calls over a split of the blocks, as threads would run them.
+                let blocks = DirectConv.blockCount(g), split = blocks / 2
+                for part in [0..<split, split..<blocks] {
+                    DirectConv.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer, m: cout,
+                                   geometry: g, output: out.pointer, epilogue: epilogue, blocks: part)
+                }
+                conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                     geometry: g, groups: 1, outChannelsPerGroup: cout)
+                for t in 0..<outImage { ref.pointer[t] = min(max(ref.pointer[t] + residual.pointer[t], -0.5), 2) }
+                assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) cout \(cout) \(g)")
+            }
+            tested += 1
+        }
+        XCTAssertGreaterThan(tested, 30)
+    }
+
     /// Narrow planes without padding take `SmallPool` (including the paired 2×2 stride-2 path).
     func testSmallPoolMatchesReference() {
         var rng = TestRandom(seed: 37)

@@ -10,6 +10,7 @@ struct ConvKernel: Kernel {
     let group: Int
     let outPerGroup: Int
     let packed: UnsafePointer<Float>?
+    let direct: UnsafePointer<Float>?
     let plain: UnsafePointer<Float>?
     let bias: UnsafePointer<Float>
     let scale: UnsafePointer<Float>?
@@ -42,6 +43,10 @@ struct ConvKernel: Kernel {
     private func runGemm(_ pool: ThreadPool) {
         guard let packed else { return }
         let g = geometry
+        if let direct, group == 1, DirectConv.applies(g) {
+            runDirect(pool, direct)
+            return
+        }
         if Self.im2colFloats(g, depthwise: false) > 0 {
             runMaterialized(pool, packed)
             return
@@ -87,6 +92,31 @@ struct ConvKernel: Kernel {
                     }
                     task += slots
                 }
+            }
+        }
+    }
+
+    /// Short-reduction "same" convolution (`DirectConv`): 16-pixel blocks of every image spread
+    /// over the threads, each block computing all output channels from the input planes directly.
+    private func runDirect(_ pool: ThreadPool, _ weights: UnsafePointer<Float>) {
+        let g = geometry
+        let m = outPerGroup, n = g.outPixels
+        let blocks = DirectConv.blockCount(g)
+        let total = batch * blocks
+        let inImage = g.inChannels * g.inPixels, outImage = m * n
+        let slots = min(threads, max(1, total / 4))
+        pool.parallelFor(slots) { slot in
+            let hi = total * (slot + 1) / slots
+            var task = total * slot / slots
+            while task < hi {
+                let b = task / blocks, first = task % blocks
+                let end = min(hi, (b + 1) * blocks)
+                let src = input + b * inImage
+                DirectConv.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
+                               geometry: g, output: output + b * outImage,
+                               epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: n),
+                               blocks: first..<(first + end - task))
+                task = end
             }
         }
     }

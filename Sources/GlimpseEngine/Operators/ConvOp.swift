@@ -12,6 +12,8 @@ public final class ConvOp: Operator {
     /// Requantization (set for QLinearConv lowered to float): output = round((acc + b)·scale[c]).
     public var outputScale: [Float]?
     var packed: TensorStorage?
+    /// Weights in 8-channel blocks for `DirectConv` (ungrouped convolutions with a short reduction).
+    var direct: TensorStorage?
     var plainWeights: Tensor?
     var bias: [Float] = []
     var biasStorage = Tensor(shape: [1])
@@ -62,6 +64,11 @@ public final class ConvOp: Operator {
             GemmPacking.packA(w.f32 + g * m * k, m: m, k: k, rowStride: k, colStride: 1, into: dst + g * perGroup)
         }
         packed = storage
+        if group == 1 && k <= DirectConv.maxPatch {
+            let d = TensorStorage(byteCount: DirectConv.packedCount(m: m, k: k) * 4)
+            DirectConv.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
+            direct = d
+        }
     }
 
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
@@ -98,9 +105,10 @@ public final class ConvOp: Operator {
             input: x.f32, output: ctx.outputs[0].f32, residual: residual.map { UnsafePointer($0.f32) },
             batch: x.shape[0], geometry: geometry, group: group, outPerGroup: outChannels / group,
             packed: packed.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },
+            direct: direct.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },
             plain: plainWeights.map { UnsafePointer($0.f32) }, bias: UnsafePointer(biasStorage.f32),
             scale: scaleStorage.map { UnsafePointer($0.f32) },
             activation: activation, workspace: ctx.workspace, scratchPerThread: per / 16 * 16, threads: ctx.threads,
-            retain: [packed as AnyObject?, plainWeights?.storage, biasStorage.storage, scaleStorage?.storage].compactMap { $0 })
+            retain: [packed as AnyObject?, direct, plainWeights?.storage, biasStorage.storage, scaleStorage?.storage].compactMap { $0 })
     }
 }

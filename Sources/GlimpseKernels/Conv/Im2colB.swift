@@ -85,11 +85,15 @@ public struct Im2colB: GemmBSource {
         let nr = GemmTile.nr
         // Tap by tap, so each tap's lane masks are computed once for all its channels in the block:
         // rows k0..<k0+kc are (ci, tap) with k = ci·KH·KW + tap.
-        for tap in 0..<khw {
-            let ciLo = k0 > tap ? (k0 &- tap &+ khw &- 1) / khw : 0
-            let ciHi = (k0 &+ kc &- 1 &- tap) / khw   // inclusive; below ciLo when the block misses this tap
+        // Nested tap loops, and no division for a block holding all of K: a 64-bit integer divide
+        // costs tens of cycles, more than the row it would index.
+        let whole = k0 == 0 && kc == g.patchSize
+        for kh in 0..<g.kernelHeight { for kw in 0..<g.kernelWidth {
+            let tap = kh &* g.kernelWidth &+ kw
+            let ciLo = whole ? 0 : k0 > tap ? (k0 &- tap &+ khw &- 1) / khw : 0
+            // Inclusive; below ciLo when the block misses this tap.
+            let ciHi = whole ? g.inChannels &- 1 : (k0 &+ kc &- 1 &- tap) / khw
             if k0 &+ kc &- 1 < tap || ciHi < ciLo { continue }
-            let kh = tap / g.kernelWidth, kw = tap &- kh &* g.kernelWidth
             let dy = kh &* g.dilationH &- g.padTop, dx = kw &* g.dilationW &- g.padLeft
             let dyv = Lanes(repeating: Int32(truncatingIfNeeded: dy)), dxv = Lanes(repeating: Int32(truncatingIfNeeded: dx))
             let ih0 = oh0 &+ dyv, iw0 = ow0 &+ dxv, ih1 = oh1 &+ dyv, iw1 = ow1 &+ dxv
@@ -119,7 +123,7 @@ public struct Im2colB: GemmBSource {
                 start &+= pixels
                 out += outStep
             }
-        }
+        } }
         return UnsafePointer(scratch)
     }
 }
