@@ -200,7 +200,7 @@ final class InflightCounter: @unchecked Sendable {
         value += delta
         let v = value
         lock.unlock()
-        Gauge(label: GlimpseMetrics.inflight).record(v)
+        MetricHandles.shared.gauge(GlimpseMetrics.inflight, []).record(v)
     }
 
     /// Adds `n` unless that would pass `limit`.
@@ -213,7 +213,7 @@ final class InflightCounter: @unchecked Sendable {
         value += n
         let v = value
         lock.unlock()
-        Gauge(label: GlimpseMetrics.inflight).record(v)
+        MetricHandles.shared.gauge(GlimpseMetrics.inflight, []).record(v)
         return true
     }
 }

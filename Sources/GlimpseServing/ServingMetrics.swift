@@ -47,38 +47,107 @@ public enum GlimpseMetrics {
     public static let secondsBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 }
 
+/// Metric objects kept by label and dimensions once the backend is bootstrapped, so a hot path
+/// (several records per image) does not build a new one every time, which makes the backend look
+/// it up, validate its names and sort its labels. Off until `enable()`: before the bootstrap the
+/// objects would belong to the no-op backend.
+public final class MetricHandles: @unchecked Sendable {
+    public static let shared = MetricHandles()
+
+    private struct Key: Hashable {
+        let label: String
+        let dimensions: [String]
+    }
+
+    private let lock = NSLock()
+    private var enabled = false
+    private var handles: [Key: AnyObject] = [:]
+    /// A bound on distinct series kept (dimensions come from model names and error reasons, both
+    /// bounded, but a cap keeps a mistake from growing the table without limit).
+    private let capacity = 4096
+
+    /// Call right after `MetricsSystem.bootstrap`.
+    public func enable() {
+        lock.lock()
+        enabled = true
+        handles.removeAll()
+        lock.unlock()
+    }
+
+    func handle<T: AnyObject>(_ label: String, _ dimensions: [(String, String)], make: () -> T) -> T {
+        lock.lock()
+        guard enabled else {
+            lock.unlock()
+            return make()
+        }
+        var flat: [String] = []
+        flat.reserveCapacity(dimensions.count * 2)
+        for (k, v) in dimensions {
+            flat.append(k)
+            flat.append(v)
+        }
+        let key = Key(label: label, dimensions: flat)
+        if let h = handles[key] as? T {
+            lock.unlock()
+            return h
+        }
+        let h = make()
+        if handles.count < capacity { handles[key] = h }
+        lock.unlock()
+        return h
+    }
+
+    func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+        handle(label, dimensions) { Counter(label: label, dimensions: dimensions) }
+    }
+
+    func timer(_ label: String, _ dimensions: [(String, String)]) -> Timer {
+        handle(label, dimensions) { Timer(label: label, dimensions: dimensions) }
+    }
+
+    func recorder(_ label: String, _ dimensions: [(String, String)]) -> Recorder {
+        handle(label, dimensions) { Recorder(label: label, dimensions: dimensions, aggregate: true) }
+    }
+
+    func gauge(_ label: String, _ dimensions: [(String, String)]) -> Gauge {
+        handle(label, dimensions) { Gauge(label: label, dimensions: dimensions) }
+    }
+}
+
 enum ServingMetrics {
+    static let handles = MetricHandles.shared
+
     static func recordBatch(model: String, variant: String, size: Int, nanos: UInt64, oldestWaitNanos: UInt64) {
-        Counter(label: GlimpseMetrics.batches, dimensions: [("model", model), ("variant", variant)]).increment()
-        Recorder(label: GlimpseMetrics.batchSize, dimensions: [("model", model)], aggregate: true).record(size)
-        Timer(label: GlimpseMetrics.batchWaitSeconds, dimensions: [("model", model)]).recordNanoseconds(Int64(oldestWaitNanos))
+        handles.counter(GlimpseMetrics.batches, [("model", model), ("variant", variant)]).increment()
+        handles.recorder(GlimpseMetrics.batchSize, [("model", model)]).record(size)
+        handles.timer(GlimpseMetrics.batchWaitSeconds, [("model", model)]).recordNanoseconds(Int64(oldestWaitNanos))
     }
 
     static func recordStage(_ stage: String, model: String, nanos: UInt64) {
-        Timer(label: GlimpseMetrics.stageSeconds, dimensions: [("stage", stage), ("model", model)]).recordNanoseconds(Int64(nanos))
+        handles.timer(GlimpseMetrics.stageSeconds, [("stage", stage), ("model", model)]).recordNanoseconds(Int64(nanos))
     }
 
     static func recordInferenceEnergy(model: String, variant: String, joules: Double) {
-        Recorder(label: GlimpseMetrics.inferenceJoules, dimensions: [("model", model), ("variant", variant)], aggregate: true).record(joules)
+        handles.recorder(GlimpseMetrics.inferenceJoules, [("model", model), ("variant", variant)]).record(joules)
     }
 
     static func queueDepth(model: String, _ depth: Int) {
-        Gauge(label: GlimpseMetrics.queueDepth, dimensions: [("model", model)]).record(depth)
+        handles.gauge(GlimpseMetrics.queueDepth, [("model", model)]).record(depth)
     }
 
     static func modelLoad(model: String, outcome: String) {
-        Counter(label: GlimpseMetrics.modelLoads, dimensions: [("model", model), ("outcome", outcome)]).increment()
+        handles.counter(GlimpseMetrics.modelLoads, [("model", model), ("outcome", outcome)]).increment()
     }
 
     static func variantSelected(family: String, variant: String, reason: String) {
-        Counter(label: GlimpseMetrics.variantSelections, dimensions: [("family", family), ("variant", variant), ("reason", reason)]).increment()
+        handles.counter(GlimpseMetrics.variantSelections, [("family", family), ("variant", variant), ("reason", reason)]).increment()
     }
 }
 
 /// Public recording helpers for the layers above (RPC, server).
 public enum RequestMetrics {
     public static func record(method: String, model: String, variant: String, outcome: String, reason: String) {
-        Counter(label: GlimpseMetrics.requests, dimensions: [
+        MetricHandles.shared.counter(GlimpseMetrics.requests, [
             ("method", method), ("model", model), ("variant", variant), ("outcome", outcome), ("reason", reason),
         ]).increment()
     }

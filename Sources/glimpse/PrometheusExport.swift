@@ -12,6 +12,7 @@ struct PrometheusExport: Sendable {
         factory.defaultDurationHistogramBuckets = GlimpseMetrics.secondsBuckets.map { .nanoseconds(Int64($0 * 1e9)) }
         factory.valueHistogramBuckets = GlimpseMetrics.valueBuckets
         MetricsSystem.bootstrap(factory)
+        MetricHandles.shared.enable()
     }
 
     /// The exposition text, with a `# HELP` line added before each of Glimpse's `# TYPE` lines.

@@ -10,6 +10,22 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(v.serialized()), v)
     }
 
+    /// The writer's own integer digits and whole-string copy against known texts: extremes of Int,
+    /// zero, negatives, whole doubles, and strings with and without characters to escape.
+    func testSerializedTexts() {
+        let cases: [(JSONValue, String)] = [
+            (.int(0), "0"), (.int(7), "7"), (.int(-45), "-45"), (.int(1_000_000), "1000000"),
+            (.int(Int.max), "9223372036854775807"), (.int(Int.min), "-9223372036854775808"),
+            (.double(-3), "-3"), (.double(2.5), "2.5"), (.double(.nan), "null"),
+            (.string("golden retriever"), #""golden retriever""#),
+            (.string("a\"b\\c\n\u{01}é"), #""a\"b\\c\n\u0001é""#),
+            (.object(["b": .int(-1), "a": .array([.int(10), .string("")])]), #"{"a":[10,""],"b":-1}"#),
+        ]
+        for (value, text) in cases {
+            XCTAssertEqual(value.jsonString, text)
+        }
+    }
+
     func testRejectsMalformed() {
         for bad in ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\u{01}\"", "tru", "{} x", "\"\\x\""] {
             XCTAssertThrowsError(try JSONValue.parse(Array(bad.utf8)), bad)

@@ -13,11 +13,11 @@ extension JSONValue {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .int(let i): JSONValue.writeInt(i, into: &out)
         case .double(let d):
             if d.isFinite {
                 if d.rounded() == d && abs(d) < 1e15 {
-                    out.append(contentsOf: String(Int(d)).utf8)
+                    JSONValue.writeInt(Int(d), into: &out)
                 } else {
                     out.append(contentsOf: "\(d)".utf8)
                 }
@@ -44,16 +44,52 @@ extension JSONValue {
         }
     }
 
+    /// Decimal digits of `i`, written straight into `out` (no intermediate String).
+    static func writeInt(_ i: Int, into out: inout [UInt8]) {
+        if i < 0 { out.append(UInt8(ascii: "-")) }
+        // The magnitude as UInt, so Int.min has one too.
+        var m = i.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[n] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+                n += 1
+            } while m > 0
+            for k in stride(from: n - 1, through: 0, by: -1) { out.append(d[k]) }
+        }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        // Most strings (labels, names, reasons) need no escaping: copy them whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for c in s.utf8 {
             switch c {
-            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case UInt8(ascii: "\""):
+                out.append(0x5C)
+                out.append(0x22)
+            case UInt8(ascii: "\\"):
+                out.append(0x5C)
+                out.append(0x5C)
+            case 0x0A:
+                out.append(0x5C)
+                out.append(UInt8(ascii: "n"))
+            case 0x0D:
+                out.append(0x5C)
+                out.append(UInt8(ascii: "r"))
+            case 0x09:
+                out.append(0x5C)
+                out.append(UInt8(ascii: "t"))
             case 0..<0x20:
                 out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(c >> 4)], hex[Int(c & 15)]])
             default: out.append(c)
