@@ -296,7 +296,8 @@ extension BatchSchedulerTests {
         // The first waits gather nobody; after them requests go at once.
         XCTAssertLessThanOrEqual(waited, 4)
         XCTAssertLessThan(s.waitYield, 0.5)
-        // When several clients send at once again, a probing wait gathers them and waiting resumes.
+        // When several clients send at once again (to a model slow enough that a wait of the full
+        // delay is shorter than a batch's run), a probing wait gathers them and waiting resumes.
         var probes = 0
         for round in 0..<400 {
             let base = UInt64(21 + round * 4)
@@ -310,11 +311,58 @@ extension BatchSchedulerTests {
                 action = s.next(now: now)
             }
             guard case .dispatch(let ids) = action else { return XCTFail("expected a batch") }
-            s.batchDone(size: ids.count, durationNanos: 100_000, now: now)
-            while case .dispatch(let rest) = s.next(now: now, flush: true) { s.batchDone(size: rest.count, durationNanos: 1, now: now) }
+            s.batchDone(size: ids.count, durationNanos: 3 * ms, now: now)
+            while case .dispatch(let rest) = s.next(now: now, flush: true) { s.batchDone(size: rest.count, durationNanos: 3 * ms, now: now) }
             if probes > 0 && s.waitYield >= 0.5 { break }
         }
         XCTAssertGreaterThan(probes, 0)
         XCTAssertGreaterThanOrEqual(s.waitYield, 0.5)
+    }
+
+    /// A model whose batches run in 30 µs: even with arrivals dense enough to expect company, the
+    /// oldest request never holds an idle worker longer than a batch's run, not the 2 ms delay.
+    func testAdaptiveWaitsNoLongerThanABatchRuns() {
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 32, maxQueueDelayNanos: 2 * ms, delayPolicy: .adaptive))
+        var now: UInt64 = 0
+        var id: UInt64 = 0
+        var longest: UInt64 = 0
+        for round in 0..<300 {
+            // Four requests 50 µs apart, then the worker asks what to do.
+            var first: UInt64?
+            for _ in 0..<4 {
+                id += 1
+                _ = s.enqueue(id: id, now: now)
+                if first == nil { first = now }
+                now += 50_000
+            }
+            var action = s.next(now: now)
+            if case .waitUntil(let due) = action {
+                if round >= 20 { longest = max(longest, due - (first ?? now)) }
+                now = max(now, due)
+                action = s.next(now: now)
+            }
+            guard case .dispatch(let ids) = action else { return XCTFail("expected a batch, got \(action)") }
+            s.batchDone(size: ids.count, durationNanos: 30_000, now: now + 30_000)
+            now += 30_000
+            while case .dispatch(let rest) = s.next(now: now, flush: true) { s.batchDone(size: rest.count, durationNanos: 30_000, now: now) }
+        }
+        // Once the latency model has seen batches, waits end within about a batch's run of the oldest
+        // arrival; without the cap they last the full 2 ms delay.
+        XCTAssertLessThanOrEqual(longest, 200_000)
+        var late: UInt64 = 0
+        for _ in 0..<50 {
+            id += 1
+            _ = s.enqueue(id: id, now: now)
+            let start = now
+            now += 10_000
+            id += 1
+            _ = s.enqueue(id: id, now: now)
+            if case .waitUntil(let due) = s.next(now: now) { late = max(late, due - start) }
+            while case .dispatch(let rest) = s.next(now: max(now, start + 200_000), flush: true) {
+                s.batchDone(size: rest.count, durationNanos: 30_000, now: now)
+            }
+            now += 200_000
+        }
+        XCTAssertLessThanOrEqual(late, 100_000, "waits stay within a few batch runs (30 µs each)")
     }
 }
