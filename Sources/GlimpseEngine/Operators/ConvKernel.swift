@@ -105,17 +105,26 @@ struct ConvKernel: Kernel {
         let total = batch * blocks
         let inImage = g.inChannels * g.inPixels, outImage = m * n
         let slots = min(threads, max(1, total / 4))
+        Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { b, part in
+            let src = input + b * inImage
+            DirectConv.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
+                           geometry: g, output: output + b * outImage,
+                           epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: n), blocks: part)
+        }
+    }
+
+    /// Splits `items` × `unitsPerItem` units of work into one contiguous run per slot and calls
+    /// `body(item, units)` for each item's share of a slot's run.
+    private static func contiguousRuns(_ pool: ThreadPool, slots: Int, items: Int, unitsPerItem: Int,
+                                       _ body: (Int, Range<Int>) -> Void) {
+        let total = items * unitsPerItem
         pool.parallelFor(slots) { slot in
             let hi = total * (slot + 1) / slots
             var task = total * slot / slots
             while task < hi {
-                let b = task / blocks, first = task % blocks
-                let end = min(hi, (b + 1) * blocks)
-                let src = input + b * inImage
-                DirectConv.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
-                               geometry: g, output: output + b * outImage,
-                               epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: n),
-                               blocks: first..<(first + end - task))
+                let item = task / unitsPerItem, first = task % unitsPerItem
+                let end = min(hi, (item + 1) * unitsPerItem)
+                body(item, first..<(first + end - task))
                 task = end
             }
         }
@@ -152,19 +161,12 @@ struct ConvKernel: Kernel {
         let total = images * tiles
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let slots = min(threads, max(1, total / 8))
-        pool.parallelFor(slots) { slot in
-            let hi = total * (slot + 1) / slots
-            var task = total * slot / slots
-            while task < hi {
-                // The slot's tiles of image (and group) i.
-                let i = task / tiles, first = task % tiles
-                let end = min(hi, (i + 1) * tiles)
-                let grp = i % group
-                let epilogue = epilogue(firstChannel: grp * m, residualAt: i * m, residualStride: 1)
-                GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
-                               yStride: 1, epilogue: epilogue, tiles: first..<(first + end - task))
-                task = end
-            }
+        // Each slot's row tiles, image (and group) i by image.
+        Self.contiguousRuns(pool, slots: slots, items: images, unitsPerItem: tiles) { i, part in
+            let grp = i % group
+            let epilogue = epilogue(firstChannel: grp * m, residualAt: i * m, residualStride: 1)
+            GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
+                           yStride: 1, epilogue: epilogue, tiles: part)
         }
     }
 
