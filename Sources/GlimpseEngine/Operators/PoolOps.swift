@@ -38,12 +38,12 @@ public final class PoolOp: Operator {
         let per = (max(Pool2D.scratchCount(g), SmallPool.scratchCount) + 31) / 16 * 16
         let ws = ctx.workspace, kind = self.kind
         let slots = min(ctx.threads, planes)
+        let isMax: Bool
+        if case .max = kind { isMax = true } else { isMax = false }
         if g.outHeight == 1, g.outWidth == 1, g.padTop == 0, g.padLeft == 0,
            g.kernelHeight == g.inHeight, g.kernelWidth == g.inWidth {
             // The window is the whole plane (SqueezeNet's final AveragePool): a global reduction.
             let size = g.inPixels
-            let isMax: Bool
-            if case .max = kind { isMax = true } else { isMax = false }
             return ClosureKernel { pool in
                 pool.parallelFor(slots) { slot in
                     for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
@@ -54,8 +54,6 @@ public final class PoolOp: Operator {
             }
         }
         if SmallPool.applies(g) {
-            let isMax: Bool
-            if case .max = kind { isMax = true } else { isMax = false }
             return ClosureKernel { pool in
                 pool.parallelFor(slots) { slot in
                     let row = ws + slot * per
