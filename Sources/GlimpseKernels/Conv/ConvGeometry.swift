@@ -48,3 +48,30 @@ public struct ConvGeometry: Sendable, Hashable {
         strideH == 1 && strideW == 1 && outWidth == inWidth
     }
 }
+
+/// Output pixels `first ..< first + 16` of a convolution whose output is as wide as its input
+/// (`ConvGeometry.isShiftedPlane`), as row and column lanes, and which of them a tap (dy, dx) reads
+/// from inside the input plane. Coordinates are floats: exact integers here (planes are far below
+/// 2^23 pixels), with no integer vector division. Lanes from `count` on get a row no tap brings
+/// inside the plane.
+struct ShiftedLanes {
+    let rows: SIMD16<Float>
+    let cols: SIMD16<Float>
+
+    @inline(__always)
+    init(first: Int, count: Int, width: Int) {
+        let ramp = SIMD16<Float>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+        let j = SIMD16<Float>(repeating: Float(first)) + ramp
+        let w = SIMD16<Float>(repeating: Float(width))
+        let oh = ((j + 0.5) / w).rounded(.down)
+        cols = j - oh * w
+        rows = oh.replacing(with: -1e9, where: ramp .>= SIMD16<Float>(repeating: Float(count)))
+    }
+
+    @inline(__always)
+    func inside(dy: Int, dx: Int, height: Int, width: Int) -> SIMDMask<SIMD16<Int32>> {
+        let ih = rows + SIMD16<Float>(repeating: Float(dy)), iw = cols + SIMD16<Float>(repeating: Float(dx))
+        return (ih .>= 0) .& (ih .< SIMD16<Float>(repeating: Float(height)))
+            .& (iw .>= 0) .& (iw .< SIMD16<Float>(repeating: Float(width)))
+    }
+}

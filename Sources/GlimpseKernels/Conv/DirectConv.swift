@@ -42,24 +42,13 @@ public enum DirectConv {
     public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>, m: Int,
                            geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue,
                            blocks: Range<Int>) {
-        typealias Lanes = SIMD16<Float>
         let taps = g.kernelHeight * g.kernelWidth, k = g.patchSize
-        let width = g.inWidth, pixels = g.inPixels, n = g.outPixels
-        // Pixel coordinates as floats: exact integers (planes are far below 2^23 pixels), and no
-        // integer vector division or conversion.
-        let ramp = Lanes(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-        let zero = Lanes(), height = Lanes(repeating: Float(g.inHeight))
-        let w = Lanes(repeating: Float(width))
-        let outside = Lanes(repeating: -1e9)
+        let pixels = g.inPixels, n = g.outPixels
         let channelBlocks = (m + channelBlock - 1) / channelBlock
         for block in blocks {
             let j0 = block * 16
             let count = min(16, n - j0)
-            // Output row and column of each lane; lanes past the plane get a row no tap brings inside.
-            let j = Lanes(repeating: Float(j0)) + ramp
-            let oh = ((j + 0.5) / w).rounded(.down)
-            let ow = j - oh * w
-            let rows = oh.replacing(with: outside, where: ramp .>= Lanes(repeating: Float(count)))
+            let lanes = ShiftedLanes(first: j0, count: count, width: g.inWidth)
             for cb in 0..<channelBlocks {
                 var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
                 var a4 = SIMD16<Float>(), a5 = SIMD16<Float>(), a6 = SIMD16<Float>(), a7 = SIMD16<Float>()
@@ -68,10 +57,8 @@ public enum DirectConv {
                 for kh in 0..<g.kernelHeight { for kw in 0..<g.kernelWidth {
                     let tap = kh &* g.kernelWidth &+ kw
                     let dy = kh &* g.dilationH &- g.padTop, dx = kw &* g.dilationW &- g.padLeft
-                    let ih = rows + Lanes(repeating: Float(dy))
-                    let iw = ow + Lanes(repeating: Float(dx))
-                    let inside = (ih .>= zero) .& (ih .< height) .& (iw .>= zero) .& (iw .< w)
-                    var start = j0 &+ dy &* width &+ dx
+                    let inside = lanes.inside(dy: dy, dx: dx, height: g.inHeight, width: g.inWidth)
+                    var start = j0 &+ dy &* g.inWidth &+ dx
                     var wp = wBlock + tap * channelBlock
                     for _ in 0..<g.inChannels {
                         let v: SIMD16<Float>

@@ -68,20 +68,11 @@ public struct Im2colB: GemmBSource {
     /// loads and a masked select, not a run of short copies.
     @inline(__always)
     func shiftedPanel(k0: Int, kc: Int, n0: Int, nc: Int, scratch: UnsafeMutablePointer<Float>) -> UnsafePointer<Float> {
-        typealias Lanes = SIMD16<Int32>
         let khw = g.kernelHeight * g.kernelWidth
         let width = g.inWidth, pixels = g.inPixels
-        // Output row and column of each of the panel's 32 lanes; lanes past nc get a row that no dy
-        // brings inside the plane.
-        let ramp = Lanes(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-        let j0 = Lanes(repeating: Int32(truncatingIfNeeded: n0)) &+ ramp
-        let j1 = j0 &+ 16
-        let w = Lanes(repeating: Int32(truncatingIfNeeded: width))
-        let outside = Lanes(repeating: Int32.min / 2)
-        let end = Lanes(repeating: Int32(truncatingIfNeeded: n0 + nc))
-        let oh0 = (j0 / w).replacing(with: outside, where: j0 .>= end), ow0 = j0 % w
-        let oh1 = (j1 / w).replacing(with: outside, where: j1 .>= end), ow1 = j1 % w
-        let zero = Lanes(), height = Lanes(repeating: Int32(truncatingIfNeeded: g.inHeight))
+        // The panel's 32 columns as two vectors of output pixel coordinates.
+        let lanes0 = ShiftedLanes(first: n0, count: nc, width: width)
+        let lanes1 = ShiftedLanes(first: n0 + 16, count: nc - 16, width: width)
         let nr = GemmTile.nr
         // Tap by tap, so each tap's lane masks are computed once for all its channels in the block:
         // rows k0..<k0+kc are (ci, tap) with k = ci·KH·KW + tap.
@@ -95,10 +86,8 @@ public struct Im2colB: GemmBSource {
             let ciHi = whole ? g.inChannels &- 1 : (k0 &+ kc &- 1 &- tap) / khw
             if k0 &+ kc &- 1 < tap || ciHi < ciLo { continue }
             let dy = kh &* g.dilationH &- g.padTop, dx = kw &* g.dilationW &- g.padLeft
-            let dyv = Lanes(repeating: Int32(truncatingIfNeeded: dy)), dxv = Lanes(repeating: Int32(truncatingIfNeeded: dx))
-            let ih0 = oh0 &+ dyv, iw0 = ow0 &+ dxv, ih1 = oh1 &+ dyv, iw1 = ow1 &+ dxv
-            let in0 = (ih0 .>= zero) .& (ih0 .< height) .& (iw0 .>= zero) .& (iw0 .< w)
-            let in1 = (ih1 .>= zero) .& (ih1 .< height) .& (iw1 .>= zero) .& (iw1 .< w)
+            let in0 = lanes0.inside(dy: dy, dx: dx, height: g.inHeight, width: width)
+            let in1 = lanes1.inside(dy: dy, dx: dx, height: g.inHeight, width: width)
             let first = n0 &+ dy &* width &+ dx
             var start = ciLo &* pixels &+ first
             var out = scratch + (ciLo &* khw &+ tap &- k0) &* nr
