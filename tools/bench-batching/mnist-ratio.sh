@@ -9,12 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
 secs=${2:-6}
-shared=../shared
-[ -d "$shared" ] || { echo "error: ../shared not found" >&2; exit 1; }
-scripts/setup.sh
-swift build -c release --product glimpse >/dev/null
-swift build -c release --product glimpse-load >/dev/null
-work=$(mktemp -d)
+source tools/bench-batching/common.sh
 echo 18840 > "$work/port"
 trap 'pkill -f "glimpse serve --host 127.0.0.1 --port 188[4-9]" || true; rm -rf "$work"' EXIT
 mkdir -p "$work/models" "$work/digits"

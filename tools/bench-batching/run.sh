@@ -8,12 +8,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-8}
 conc=${2:-1,4,16,64}
 models=${3:-squeezenet1.1,mnist-8}
-shared=../shared
-[ -d "$shared" ] || { echo "error: ../shared not found" >&2; exit 1; }
-scripts/setup.sh
-swift build -c release --product glimpse >/dev/null
-swift build -c release --product glimpse-load >/dev/null
-work=$(mktemp -d)
+source tools/bench-batching/common.sh
 trap 'pkill -f "glimpse serve --host 127.0.0.1 --port 1879" || true; rm -rf "$work"' EXIT
 mkdir -p "$work/models" "$work/photos" "$work/digits"
 ln -s "$(realpath $shared/models/squeezenet1.1.onnx)" "$work/models/"
