@@ -27,7 +27,7 @@ public final class PoolOp: Operator {
 
     public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
         guard let g = try? geometry(inputs[0].shape) else { return 0 }
-        return threads * ((max(Pool2D.scratchCount(g), SmallPool.scratchCount) + 31) / 16 * 16)
+        return threads * ((Pool2D.scratchCount(g) + 31) / 16 * 16)
     }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
@@ -35,7 +35,7 @@ public final class PoolOp: Operator {
         let g = try geometry(x.shape.dims)
         let planes = x.shape[0] * x.shape[1]
         let src = UnsafePointer(x.f32), dst = ctx.outputs[0].f32
-        let per = (max(Pool2D.scratchCount(g), SmallPool.scratchCount) + 31) / 16 * 16
+        let per = (Pool2D.scratchCount(g) + 31) / 16 * 16
         let ws = ctx.workspace, kind = self.kind
         let slots = min(ctx.threads, planes)
         let isMax: Bool
@@ -53,20 +53,9 @@ public final class PoolOp: Operator {
                 }
             }
         }
-        if SmallPool.applies(g) {
-            return ClosureKernel { pool in
-                pool.parallelFor(slots) { slot in
-                    let row = ws + slot * per
-                    for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
-                        SmallPool.run(input: src + p * g.inPixels, output: dst + p * g.outPixels, geometry: g,
-                                      isMax: isMax, scratch: row)
-                    }
-                }
-            }
-        }
         return ClosureKernel { pool in
             pool.parallelFor(slots) { slot in
-                let plane = PoolPlane(geometry: g, kind: kind, scratch: ws + slot * per)
+                let plane = RowPool(geometry: g, kind: kind, scratch: ws + slot * per)
                 for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
                     plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels)
                 }
