@@ -122,45 +122,87 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 30)
     }
 
-    /// Narrow planes without padding take `SmallPool` (including the paired 2×2 stride-2 path).
-    func testSmallPoolMatchesReference() {
-        var rng = TestRandom(seed: 37)
-        var pairs = 0
-        for i in 0..<60 {
-            let pairCase = i % 3 == 0
-            let kh = pairCase ? 2 : rng.int(1...4), kw = pairCase ? 2 : rng.int(1...4)
-            let sh = pairCase ? 2 : rng.int(1...3), sw = pairCase ? 2 : rng.int(1...3)
-            let dh = pairCase ? 1 : rng.int(1...2), dw = pairCase ? 1 : rng.int(1...2)
-            let h = rng.int((kh - 1) * dh + 1...30), w = rng.int((kw - 1) * dw + 1...SmallPool.maxWidth)
+    /// `ShiftedDepthwise` against the grouped reference: channel counts around the 8-channel block
+    /// (short last blocks), dilation, asymmetric "same" padding, planes below and above 16 pixels,
+    /// and the second of two images sharing one buffer, so whole-vector loads near the buffer's ends
+    /// are exercised. Bias, residual and clamp come through the epilogue.
+    func testShiftedDepthwiseMatchesReference() {
+        var rng = TestRandom(seed: 43)
+        var tested = 0
+        for i in 0..<40 {
+            let kh = rng.int(1...5), kw = rng.int(1...5), dh = rng.int(1...2), dw = rng.int(1...2)
+            let h = rng.int(1...20), w = rng.int(1...30)
+            let padTop = rng.int(0...(kh - 1) * dh), padBottom = rng.int(0...(kh - 1) * dh)
+            let padLeft = rng.int(0...(kw - 1) * dw)
+            let oh = h + padTop + padBottom - (kh - 1) * dh
+            guard oh >= 1 else { continue }
             let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
-                                 strideH: sh, strideW: sw, dilationH: dh, dilationW: dw, padTop: 0, padLeft: 0,
-                                 outHeight: (h - (kh - 1) * dh - 1) / sh + 1, outWidth: (w - (kw - 1) * dw - 1) / sw + 1)
-            XCTAssertTrue(SmallPool.applies(g), "\(g)")
-            if pairCase { pairs += 1 }
-            let isMax = i % 2 == 0
-            // Three planes back to back, so the whole-vector stores of a plane's last rows are checked
-            // not to run into the next plane.
+                                 strideH: 1, strideW: 1, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
+                                 outHeight: oh, outWidth: w)
+            XCTAssertTrue(ShiftedDepthwise.applies(g), "\(g)")
+            let channels = [1, 5, 8, 11, 16, 20][i % 6]
+            let image = channels * g.inPixels, outImage = channels * g.outPixels
+            let taps = kh * kw
+            let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(channels * taps))
+            let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(outImage))
+            for item in 0..<2 {
+                let src = x.pointer + item * image
+                let out = AlignedBuffer(outImage), ref = AlignedBuffer(outImage)
+                // Two calls over a split of the channels (at a block boundary, as threads split them).
+                let split = min(channels, ShiftedDepthwise.channelBlock)
+                for part in [0..<split, split..<channels] {
+                    let c0 = part.lowerBound
+                    let epilogue = GemmEpilogue(rowBias: bias.pointer + c0, residual: residual.pointer + c0 * g.outPixels,
+                                                residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
+                    ShiftedDepthwise.run(input: src, readable: -item * image..<(2 - item) * image, weights: wts.pointer,
+                                         channels: part, geometry: g, output: out.pointer, epilogue: epilogue)
+                }
+                conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                     geometry: g, groups: channels, outChannelsPerGroup: 1)
+                for t in 0..<outImage { ref.pointer[t] = min(max(ref.pointer[t] + residual.pointer[t], -0.5), 2) }
+                assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) channels \(channels) \(g)")
+            }
+            tested += 1
+        }
+        XCTAssertGreaterThan(tested, 30)
+    }
+
+    /// `RowPool` over every path of its horizontal pass (stride 1 and 2 vectors, lane by lane at
+    /// stride 3), with dilation, asymmetric and ceil-mode padding, planes narrower and wider than a
+    /// vector, and planes back to back so a whole-vector store at a plane's end cannot run into the next.
+    func testRowPoolMatchesReference() {
+        var rng = TestRandom(seed: 37)
+        var strides = [0, 0, 0]
+        for i in 0..<90 {
+            let kh = rng.int(1...4), kw = rng.int(1...4)
+            let sh = rng.int(1...3), sw = i % 3 + 1
+            let dh = rng.int(1...2), dw = rng.int(1...2)
+            let padTop = rng.int(0...(kh - 1)), padLeft = rng.int(0...(kw - 1))
+            let padBottom = rng.int(0...(kh - 1)), padRight = rng.int(0...(kw - 1))
+            let h = rng.int(((kh - 1) * dh + 1)...40), w = rng.int(((kw - 1) * dw + 1)...130)
+            let ceil = i % 4 == 0
+            var outH = (h + padTop + padBottom - (kh - 1) * dh - 1 + (ceil ? sh - 1 : 0)) / sh + 1
+            var outW = (w + padLeft + padRight - (kw - 1) * dw - 1 + (ceil ? sw - 1 : 0)) / sw + 1
+            // As in ONNX's ceil mode, the last window starts inside the input or its leading padding.
+            if (outH - 1) * sh - padTop >= h { outH -= 1 }
+            if (outW - 1) * sw - padLeft >= w { outW -= 1 }
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: sh, strideW: sw, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
+                                 outHeight: outH, outWidth: outW)
+            strides[sw - 1] += 1
+            let kind: PoolKind = i % 3 == 0 ? .max : .average(countIncludePad: i % 2 == 0)
             let x = AlignedBuffer(rng.floats(3 * g.inPixels))
             let out = AlignedBuffer(3 * g.outPixels), ref = AlignedBuffer(3 * g.outPixels)
-            let scratch = AlignedBuffer(SmallPool.scratchCount)
-            for p in 0..<3 {
-                SmallPool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels, geometry: g,
-                              isMax: isMax, scratch: scratch.pointer)
-            }
+            let scratch = AlignedBuffer(Pool2D.scratchCount(g))
+            let pool = RowPool(geometry: g, kind: kind, scratch: scratch.pointer)
+            for p in 0..<3 { pool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels) }
             for p in (0..<3).reversed() {
                 pool2d_f32_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
-                                     kind: isMax ? .max : .average(countIncludePad: false))
+                                     kind: kind)
             }
-            assertClose(out.array, ref.array, tolerance: 1e-5, "max \(isMax) \(g)")
+            assertClose(out.array, ref.array, tolerance: 1e-5, "\(kind) \(g)")
         }
-        XCTAssertEqual(pairs, 20)
-        var padded = ConvGeometry(inChannels: 1, inHeight: 8, inWidth: 8, kernelHeight: 3, kernelWidth: 3, strideH: 1,
-                                  strideW: 1, dilationH: 1, dilationW: 1, padTop: 1, padLeft: 1, outHeight: 8, outWidth: 8)
-        XCTAssertFalse(SmallPool.applies(padded), "padding goes through PoolPlane")
-        padded.padTop = 0
-        padded.padLeft = 0
-        padded.inWidth = SmallPool.maxWidth + 1
-        XCTAssertFalse(SmallPool.applies(padded), "wide planes go through PoolPlane")
+        XCTAssertEqual(strides, [30, 30, 30])
     }
 
     func testDepthwiseMatchesReference() {

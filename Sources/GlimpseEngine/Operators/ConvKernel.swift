@@ -204,6 +204,23 @@ struct ConvKernel: Kernel {
         let channels = group
         let taps = g.kernelHeight * g.kernelWidth
         let planes = batch * channels
+        if ShiftedDepthwise.applies(g) {
+            // Blocks of 8 channels of every image spread over the threads, read in place.
+            let blocks = (channels + ShiftedDepthwise.channelBlock - 1) / ShiftedDepthwise.channelBlock
+            let inImage = channels * g.inPixels, outImage = channels * g.outPixels
+            let slots = min(threads, batch * blocks)
+            Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { b, part in
+                let src = input + b * inImage
+                let c0 = part.lowerBound * ShiftedDepthwise.channelBlock
+                let c1 = min(channels, part.upperBound * ShiftedDepthwise.channelBlock)
+                ShiftedDepthwise.run(
+                    input: src, readable: (input - src)..<(input + batch * inImage - src), weights: plain,
+                    channels: c0..<c1, geometry: g, output: output + b * outImage,
+                    epilogue: epilogue(firstChannel: c0, residualAt: b * outImage + c0 * g.outPixels,
+                                       residualStride: g.outPixels))
+            }
+            return
+        }
         let slots = min(threads, planes)
         pool.parallelFor(slots) { slot in
             let plane = DepthwisePlane(geometry: g, scratch: workspace + slot * scratchPerThread)

@@ -68,10 +68,46 @@ struct ShiftedLanes {
         rows = oh.replacing(with: -1e9, where: ramp .>= SIMD16<Float>(repeating: Float(count)))
     }
 
+    /// Lanes computed earlier (the `rows` and `cols` of another value).
+    @inline(__always)
+    init(rows: SIMD16<Float>, cols: SIMD16<Float>) {
+        self.rows = rows
+        self.cols = cols
+    }
+
     @inline(__always)
     func inside(dy: Int, dx: Int, height: Int, width: Int) -> SIMDMask<SIMD16<Int32>> {
         let ih = rows + SIMD16<Float>(repeating: Float(dy)), iw = cols + SIMD16<Float>(repeating: Float(dx))
         return (ih .>= 0) .& (ih .< SIMD16<Float>(repeating: Float(height)))
             .& (iw .>= 0) .& (iw .< SIMD16<Float>(repeating: Float(width)))
+    }
+
+    /// Lanes whose row + dy lies inside a plane of `height` rows.
+    @inline(__always)
+    func rowInside(dy: Int, height: Int) -> SIMDMask<SIMD16<Int32>> {
+        let ih = rows + SIMD16<Float>(repeating: Float(dy))
+        return (ih .>= 0) .& (ih .< SIMD16<Float>(repeating: Float(height)))
+    }
+
+    /// Lanes whose column + dx lies inside a plane `width` wide.
+    @inline(__always)
+    func colInside(dx: Int, width: Int) -> SIMDMask<SIMD16<Int32>> {
+        let iw = cols + SIMD16<Float>(repeating: Float(dx))
+        return (iw .>= 0) .& (iw .< SIMD16<Float>(repeating: Float(width)))
+    }
+
+    /// The 16 floats from `base + start` where `inside`, zero elsewhere. One whole-vector load when
+    /// `start..<start+16` lies in `readable` (offsets from `base` that may be read); lane by lane at
+    /// the ends of the readable memory.
+    @inline(__always)
+    static func load(_ base: UnsafePointer<Float>, _ start: Int, readable: Range<Int>,
+                     inside: SIMDMask<SIMD16<Int32>>) -> SIMD16<Float> {
+        if start >= readable.lowerBound && start &+ 16 <= readable.upperBound {
+            let raw = UnsafeRawPointer(base + start).loadUnaligned(as: SIMD16<Float>.self)
+            return SIMD16<Float>().replacing(with: raw, where: inside)
+        }
+        var lanes = SIMD16<Float>()
+        for t in 0..<16 where inside[t] { lanes[t] = base[start + t] }
+        return lanes
     }
 }

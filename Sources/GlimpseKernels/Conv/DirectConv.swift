@@ -61,16 +61,7 @@ public enum DirectConv {
                     var start = j0 &+ dy &* g.inWidth &+ dx
                     var wp = wBlock + tap * channelBlock
                     for _ in 0..<g.inChannels {
-                        let v: SIMD16<Float>
-                        if start >= readable.lowerBound && start &+ 16 <= readable.upperBound {
-                            let raw = UnsafeRawPointer(input + start).loadUnaligned(as: SIMD16<Float>.self)
-                            v = SIMD16<Float>().replacing(with: raw, where: inside)
-                        } else {
-                            // A whole-vector load would leave the readable memory (the tensor's ends).
-                            var lanes = SIMD16<Float>()
-                            for t in 0..<16 where inside[t] { lanes[t] = input[start + t] }
-                            v = lanes
-                        }
+                        let v = ShiftedLanes.load(input, start, readable: readable, inside: inside)
                         a0.addProduct(v, SIMD16(repeating: wp[0]))
                         a1.addProduct(v, SIMD16(repeating: wp[1]))
                         a2.addProduct(v, SIMD16(repeating: wp[2]))

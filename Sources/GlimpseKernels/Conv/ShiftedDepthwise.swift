@@ -1,0 +1,130 @@
+/// Depthwise convolution of small "same" planes (stride 1, output as wide as the input:
+/// `ConvGeometry.isShiftedPlane`), such as MobileNet's and EfficientNet's 7×7 to 28×28 stages.
+/// There the phase-plane path copies and compacts every plane, which costs more than the few
+/// taps it computes. Here each block of 16 output pixels keeps 8 channels in registers: the
+/// block's tap mask is computed once per tap and serves 8 masked loads and 8 fused multiply-adds
+/// straight from the input planes, with no copy.
+public enum ShiftedDepthwise {
+    /// Channels per register block.
+    public static let channelBlock = 8
+    /// Largest output plane (pixels) this path takes; larger planes go through `DepthwisePlane`,
+    /// whose row sweep is faster there.
+    public static let maxPixels = 32 * 32
+
+    public static func applies(_ g: ConvGeometry) -> Bool {
+        g.isShiftedPlane && g.outPixels <= maxPixels
+    }
+
+    /// Channels `channels` of one image, every pixel. `input` is the image ([C, H, W]) and
+    /// `readable` the offsets from it that may be read (see `Im2colB.readable`); `weights` is
+    /// [C][KH·KW]; `output` the image's [C, OH·OW]. The epilogue applies with row = channel −
+    /// `channels.lowerBound` and column = pixel, and adds the bias.
+    public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>,
+                           channels: Range<Int>, geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>,
+                           epilogue: GemmEpilogue) {
+        let taps = g.kernelHeight * g.kernelWidth, pixels = g.inPixels, n = g.outPixels
+        let blocks = (n + 15) / 16
+        guard !channels.isEmpty, blocks > 0 else { return }
+        // Per block, its lanes' rows and columns (computed once for all channels: the division in
+        // `ShiftedLanes` is a long dependency chain), then the 8-channel weights tap-major, [tap][8].
+        withUnsafeTemporaryAllocation(of: SIMD16<Float>.self, capacity: 2 * blocks + (taps * channelBlock + 15) / 16) { buffer in
+            guard let table = buffer.baseAddress else { return }
+            for block in 0..<blocks {
+                let lanes = ShiftedLanes(first: block * 16, count: min(16, n - block * 16), width: g.inWidth)
+                table[2 * block] = lanes.rows
+                table[2 * block + 1] = lanes.cols
+            }
+            let packed = UnsafeMutableRawPointer(table + 2 * blocks).assumingMemoryBound(to: Float.self)
+            var c0 = channels.lowerBound
+            while c0 < channels.upperBound {
+                let count = min(channelBlock, channels.upperBound - c0)
+                // Channel i of the block reads plane c0 + min(i, count − 1): a short last block repeats
+                // its last channel instead of branching, and the repeats are not stored.
+                @inline(__always) func plane(_ i: Int) -> Int { (c0 &+ Swift.min(i, count &- 1)) &* pixels }
+                for tap in 0..<taps {
+                    for i in 0..<channelBlock { packed[tap * channelBlock + i] = weights[(c0 + Swift.min(i, count - 1)) * taps + tap] }
+                }
+                runBlocks(input: input, readable: readable, packed: UnsafePointer(packed), lanes: UnsafePointer(table),
+                          planes: (plane(0), plane(1), plane(2), plane(3), plane(4), plane(5), plane(6), plane(7)),
+                          c0: c0, count: count, geometry: g, output: output,
+                          epilogue: epilogue.offset(row: c0 - channels.lowerBound, col: 0))
+                c0 += count
+            }
+        }
+    }
+
+    /// One block of up to 8 channels; the epilogue's row 0 is channel `c0`.
+    @inline(__always)
+    private static func runBlocks(input: UnsafePointer<Float>, readable: Range<Int>, packed: UnsafePointer<Float>,
+                                  lanes table: UnsafePointer<SIMD16<Float>>,
+                                  planes: (Int, Int, Int, Int, Int, Int, Int, Int), c0: Int, count: Int,
+                                  geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue) {
+        let n = g.outPixels
+        let (p0, p1, p2, p3, p4, p5, p6, p7) = planes
+        var j0 = 0
+        while j0 < n {
+            let lanesHere = min(16, n - j0)
+            let lanes = ShiftedLanes(rows: table[2 * (j0 / 16)], cols: table[2 * (j0 / 16) + 1])
+            var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
+            var a4 = SIMD16<Float>(), a5 = SIMD16<Float>(), a6 = SIMD16<Float>(), a7 = SIMD16<Float>()
+            for kh in 0..<g.kernelHeight {
+                let dy = kh &* g.dilationH &- g.padTop
+                let rowInside = lanes.rowInside(dy: dy, height: g.inHeight)
+                for kw in 0..<g.kernelWidth {
+                    let wt = packed + (kh &* g.kernelWidth &+ kw) &* channelBlock
+                    let dx = kw &* g.dilationW &- g.padLeft
+                    let inside = rowInside .& lanes.colInside(dx: dx, width: g.inWidth)
+                    let start = j0 &+ dy &* g.inWidth &+ dx
+                    if p0 &+ start >= readable.lowerBound && p7 &+ start &+ 16 <= readable.upperBound {
+                        // All 8 whole-vector loads stay in the readable memory (nearly always).
+                        a0.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p0 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[0]))
+                        a1.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p1 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[1]))
+                        a2.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p2 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[2]))
+                        a3.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p3 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[3]))
+                        a4.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p4 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[4]))
+                        a5.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p5 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[5]))
+                        a6.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p6 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[6]))
+                        a7.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p7 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
+                                        SIMD16(repeating: wt[7]))
+                    } else {
+                        a0.addProduct(ShiftedLanes.load(input, p0 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[0]))
+                        a1.addProduct(ShiftedLanes.load(input, p1 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[1]))
+                        a2.addProduct(ShiftedLanes.load(input, p2 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[2]))
+                        a3.addProduct(ShiftedLanes.load(input, p3 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[3]))
+                        a4.addProduct(ShiftedLanes.load(input, p4 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[4]))
+                        a5.addProduct(ShiftedLanes.load(input, p5 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[5]))
+                        a6.addProduct(ShiftedLanes.load(input, p6 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[6]))
+                        a7.addProduct(ShiftedLanes.load(input, p7 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[7]))
+                    }
+                }
+            }
+            @inline(__always)
+            func finish(_ acc: SIMD16<Float>, _ i: Int) {
+                guard i < count else { return }
+                let dst = output + (c0 + i) * n + j0
+                if lanesHere == 16 {
+                    UnsafeMutableRawPointer(dst).storeBytes(of: epilogue.apply(acc, row: i, col: j0), as: SIMD16<Float>.self)
+                } else {
+                    // Lane by lane: a whole vector would run into the next channel's plane.
+                    for t in 0..<lanesHere { dst[t] = epilogue.apply(acc[t], row: i, col: j0 + t) }
+                }
+            }
+            finish(a0, 0)
+            finish(a1, 1)
+            finish(a2, 2)
+            finish(a3, 3)
+            finish(a4, 4)
+            finish(a5, 5)
+            finish(a6, 6)
+            finish(a7, 7)
+            j0 += 16
+        }
+    }
+}
