@@ -121,6 +121,16 @@ public struct RowPool {
             }
             let rowDivisor = Float(includePad ? g.kernelHeight : max(hi - lo, 1))
             let out = output + oh * g.outWidth
+            if g.strideW > 2 {
+                // Larger strides: lane by lane, straight to the output.
+                for ow in 0..<g.outWidth {
+                    let first = row + ow * g.strideW
+                    var v = first[0]
+                    for t in 1..<max(1, g.kernelWidth) { v = R.combine(v, first[t * g.dilationW]) }
+                    out[ow] = isMax ? v : v / (colDivisor[ow] * rowDivisor)
+                }
+                continue
+            }
             var ow = 0
             while ow < g.outWidth {
                 var acc = window(R.self, ow)
@@ -152,29 +162,19 @@ public struct RowPool {
     @inline(__always)
     private func window<R: RowReduce>(_: R.Type, _ ow: Int) -> SIMD16<Float> {
         let taps = g.kernelWidth, dilation = g.dilationW
-        switch g.strideW {
-        case 1:
+        if g.strideW == 1 {
             let base = row + ow
             var acc = UnsafeRawPointer(base).loadUnaligned(as: SIMD16<Float>.self)
             for t in 1..<max(1, taps) {
                 acc = R.combine(acc, UnsafeRawPointer(base + t * dilation).loadUnaligned(as: SIMD16<Float>.self))
             }
             return acc
-        case 2:
-            let base = row + 2 * ow
-            var acc = RowPool.evenLanes(base)
-            for t in 1..<max(1, taps) { acc = R.combine(acc, RowPool.evenLanes(base + t * dilation)) }
-            return acc
-        default:
-            var acc = SIMD16<Float>()
-            for j in 0..<min(16, g.outWidth - ow) {
-                let first = (ow + j) * g.strideW
-                var v = row[first]
-                for t in 1..<max(1, taps) { v = R.combine(v, row[first + t * dilation]) }
-                acc[j] = v
-            }
-            return acc
         }
+        // Stride 2 (`run` takes larger strides lane by lane).
+        let base = row + 2 * ow
+        var acc = RowPool.evenLanes(base)
+        for t in 1..<max(1, taps) { acc = R.combine(acc, RowPool.evenLanes(base + t * dilation)) }
+        return acc
     }
 }
 
