@@ -154,8 +154,10 @@ final class ConvKernelTests: XCTestCase {
                     let c0 = part.lowerBound
                     let epilogue = GemmEpilogue(rowBias: bias.pointer + c0, residual: residual.pointer + c0 * g.outPixels,
                                                 residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
+                    let scratch = AlignedBuffer(ShiftedDepthwise.scratchCount(g))
                     ShiftedDepthwise.run(input: src, readable: -item * image..<(2 - item) * image, weights: wts.pointer,
-                                         channels: part, geometry: g, output: out.pointer, epilogue: epilogue)
+                                         channels: part, geometry: g, output: out.pointer, epilogue: epilogue,
+                                         scratch: scratch.pointer)
                 }
                 conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                      geometry: g, groups: channels, outChannelsPerGroup: 1)

@@ -105,7 +105,7 @@ struct ConvKernel: Kernel {
         let total = batch * blocks
         let inImage = g.inChannels * g.inPixels, outImage = m * n
         let slots = min(threads, max(1, total / 4))
-        Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { b, part in
+        Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { _, b, part in
             let src = input + b * inImage
             DirectConv.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
                            geometry: g, output: output + b * outImage,
@@ -114,9 +114,9 @@ struct ConvKernel: Kernel {
     }
 
     /// Splits `items` × `unitsPerItem` units of work into one contiguous run per slot and calls
-    /// `body(item, units)` for each item's share of a slot's run.
+    /// `body(slot, item, units)` for each item's share of a slot's run.
     private static func contiguousRuns(_ pool: ThreadPool, slots: Int, items: Int, unitsPerItem: Int,
-                                       _ body: (Int, Range<Int>) -> Void) {
+                                       _ body: (Int, Int, Range<Int>) -> Void) {
         let total = items * unitsPerItem
         pool.parallelFor(slots) { slot in
             let hi = total * (slot + 1) / slots
@@ -124,7 +124,7 @@ struct ConvKernel: Kernel {
             while task < hi {
                 let item = task / unitsPerItem, first = task % unitsPerItem
                 let end = min(hi, (item + 1) * unitsPerItem)
-                body(item, first..<(first + end - task))
+                body(slot, item, first..<(first + end - task))
                 task = end
             }
         }
@@ -162,7 +162,7 @@ struct ConvKernel: Kernel {
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let slots = min(threads, max(1, total / 8))
         // Each slot's row tiles, image (and group) i by image.
-        Self.contiguousRuns(pool, slots: slots, items: images, unitsPerItem: tiles) { i, part in
+        Self.contiguousRuns(pool, slots: slots, items: images, unitsPerItem: tiles) { _, i, part in
             let grp = i % group
             let epilogue = epilogue(firstChannel: grp * m, residualAt: i * m, residualStride: 1)
             GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
@@ -209,7 +209,7 @@ struct ConvKernel: Kernel {
             let blocks = (channels + ShiftedDepthwise.channelBlock - 1) / ShiftedDepthwise.channelBlock
             let inImage = channels * g.inPixels, outImage = channels * g.outPixels
             let slots = min(threads, batch * blocks)
-            Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { b, part in
+            Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { slot, b, part in
                 let src = input + b * inImage
                 let c0 = part.lowerBound * ShiftedDepthwise.channelBlock
                 let c1 = min(channels, part.upperBound * ShiftedDepthwise.channelBlock)
@@ -217,7 +217,8 @@ struct ConvKernel: Kernel {
                     input: src, readable: (input - src)..<(input + batch * inImage - src), weights: plain,
                     channels: c0..<c1, geometry: g, output: output + b * outImage,
                     epilogue: epilogue(firstChannel: c0, residualAt: b * outImage + c0 * g.outPixels,
-                                       residualStride: g.outPixels))
+                                       residualStride: g.outPixels),
+                    scratch: workspace + slot * scratchPerThread)
             }
             return
         }

@@ -79,13 +79,7 @@ public enum DirectConv {
                 @inline(__always)
                 func finish(_ acc: SIMD16<Float>, _ c: Int) {
                     guard c < rowsHere else { return }
-                    let row = first + c
-                    let dst = output + row * n + j0
-                    if count == 16 {
-                        UnsafeMutableRawPointer(dst).storeBytes(of: epilogue.apply(acc, row: row, col: j0), as: SIMD16<Float>.self)
-                    } else {
-                        for t in 0..<count { dst[t] = epilogue.apply(acc[t], row: row, col: j0 + t) }
-                    }
+                    epilogue.store(acc, row: first + c, col: j0, lanes: count, to: output + (first + c) * n + j0)
                 }
                 finish(a0, 0)
                 finish(a1, 1)

@@ -15,48 +15,52 @@ public enum ShiftedDepthwise {
         g.isShiftedPlane && g.outPixels <= maxPixels
     }
 
+    /// Floats of scratch one `run` needs: per 16-pixel block its lane rows and columns, and one
+    /// block's weights.
+    public static func scratchCount(_ g: ConvGeometry) -> Int {
+        32 * ((g.outPixels + 15) / 16) + g.kernelHeight * g.kernelWidth * channelBlock + 16
+    }
+
     /// Channels `channels` of one image, every pixel. `input` is the image ([C, H, W]) and
     /// `readable` the offsets from it that may be read (see `Im2colB.readable`); `weights` is
     /// [C][KH·KW]; `output` the image's [C, OH·OW]. The epilogue applies with row = channel −
-    /// `channels.lowerBound` and column = pixel, and adds the bias.
+    /// `channels.lowerBound` and column = pixel, and adds the bias. `scratch` holds `scratchCount(g)` floats.
     public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>,
                            channels: Range<Int>, geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>,
-                           epilogue: GemmEpilogue) {
+                           epilogue: GemmEpilogue, scratch: UnsafeMutablePointer<Float>) {
         let taps = g.kernelHeight * g.kernelWidth, pixels = g.inPixels, n = g.outPixels
         let blocks = (n + 15) / 16
         guard !channels.isEmpty, blocks > 0 else { return }
         // Per block, its lanes' rows and columns (computed once for all channels: the division in
         // `ShiftedLanes` is a long dependency chain), then the 8-channel weights tap-major, [tap][8].
-        withUnsafeTemporaryAllocation(of: SIMD16<Float>.self, capacity: 2 * blocks + (taps * channelBlock + 15) / 16) { buffer in
-            guard let table = buffer.baseAddress else { return }
-            for block in 0..<blocks {
-                let lanes = ShiftedLanes(first: block * 16, count: min(16, n - block * 16), width: g.inWidth)
-                table[2 * block] = lanes.rows
-                table[2 * block + 1] = lanes.cols
+        let table = scratch
+        for block in 0..<blocks {
+            let lanes = ShiftedLanes(first: block * 16, count: min(16, n - block * 16), width: g.inWidth)
+            UnsafeMutableRawPointer(table + 32 * block).storeBytes(of: lanes.rows, as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(table + 32 * block + 16).storeBytes(of: lanes.cols, as: SIMD16<Float>.self)
+        }
+        let packed = table + 32 * blocks
+        var c0 = channels.lowerBound
+        while c0 < channels.upperBound {
+            let count = min(channelBlock, channels.upperBound - c0)
+            // Channel i of the block reads plane c0 + min(i, count − 1): a short last block repeats
+            // its last channel instead of branching, and the repeats are not stored.
+            @inline(__always) func plane(_ i: Int) -> Int { (c0 &+ Swift.min(i, count &- 1)) &* pixels }
+            for tap in 0..<taps {
+                for i in 0..<channelBlock { packed[tap * channelBlock + i] = weights[(c0 + Swift.min(i, count - 1)) * taps + tap] }
             }
-            let packed = UnsafeMutableRawPointer(table + 2 * blocks).assumingMemoryBound(to: Float.self)
-            var c0 = channels.lowerBound
-            while c0 < channels.upperBound {
-                let count = min(channelBlock, channels.upperBound - c0)
-                // Channel i of the block reads plane c0 + min(i, count − 1): a short last block repeats
-                // its last channel instead of branching, and the repeats are not stored.
-                @inline(__always) func plane(_ i: Int) -> Int { (c0 &+ Swift.min(i, count &- 1)) &* pixels }
-                for tap in 0..<taps {
-                    for i in 0..<channelBlock { packed[tap * channelBlock + i] = weights[(c0 + Swift.min(i, count - 1)) * taps + tap] }
-                }
-                runBlocks(input: input, readable: readable, packed: UnsafePointer(packed), lanes: UnsafePointer(table),
-                          planes: (plane(0), plane(1), plane(2), plane(3), plane(4), plane(5), plane(6), plane(7)),
-                          c0: c0, count: count, geometry: g, output: output,
-                          epilogue: epilogue.offset(row: c0 - channels.lowerBound, col: 0))
-                c0 += count
-            }
+            runBlocks(input: input, readable: readable, packed: UnsafePointer(packed), lanes: UnsafePointer(table),
+                      planes: (plane(0), plane(1), plane(2), plane(3), plane(4), plane(5), plane(6), plane(7)),
+                      c0: c0, count: count, geometry: g, output: output,
+                      epilogue: epilogue.offset(row: c0 - channels.lowerBound, col: 0))
+            c0 += count
         }
     }
 
     /// One block of up to 8 channels; the epilogue's row 0 is channel `c0`.
     @inline(__always)
     private static func runBlocks(input: UnsafePointer<Float>, readable: Range<Int>, packed: UnsafePointer<Float>,
-                                  lanes table: UnsafePointer<SIMD16<Float>>,
+                                  lanes table: UnsafePointer<Float>,
                                   planes: (Int, Int, Int, Int, Int, Int, Int, Int), c0: Int, count: Int,
                                   geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue) {
         let n = g.outPixels
@@ -64,7 +68,9 @@ public enum ShiftedDepthwise {
         var j0 = 0
         while j0 < n {
             let lanesHere = min(16, n - j0)
-            let lanes = ShiftedLanes(rows: table[2 * (j0 / 16)], cols: table[2 * (j0 / 16) + 1])
+            let entry = UnsafeRawPointer(table + 2 * j0)
+            let lanes = ShiftedLanes(rows: entry.loadUnaligned(as: SIMD16<Float>.self),
+                                     cols: entry.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self))
             var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
             var a4 = SIMD16<Float>(), a5 = SIMD16<Float>(), a6 = SIMD16<Float>(), a7 = SIMD16<Float>()
             for kh in 0..<g.kernelHeight {
@@ -107,14 +113,9 @@ public enum ShiftedDepthwise {
             }
             @inline(__always)
             func finish(_ acc: SIMD16<Float>, _ i: Int) {
+                // Lane by lane at a short block: a whole vector would run into the next channel's plane.
                 guard i < count else { return }
-                let dst = output + (c0 + i) * n + j0
-                if lanesHere == 16 {
-                    UnsafeMutableRawPointer(dst).storeBytes(of: epilogue.apply(acc, row: i, col: j0), as: SIMD16<Float>.self)
-                } else {
-                    // Lane by lane: a whole vector would run into the next channel's plane.
-                    for t in 0..<lanesHere { dst[t] = epilogue.apply(acc[t], row: i, col: j0 + t) }
-                }
+                epilogue.store(acc, row: i, col: j0, lanes: lanesHere, to: output + (c0 + i) * n + j0)
             }
             finish(a0, 0)
             finish(a1, 1)

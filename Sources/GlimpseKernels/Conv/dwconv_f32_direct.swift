@@ -3,9 +3,11 @@
 /// vector is then one unconditional load and one FMA, and the valid columns are compacted into the
 /// output through the fused epilogue (bias, requantization, residual, clamp, swish).
 public enum DepthwiseConv {
-    /// Floats of scratch needed for one plane (phase planes, flat output, tap offsets).
+    /// Floats of scratch one thread needs: one plane's (phase planes, flat output, tap offsets), or
+    /// `ShiftedDepthwise`'s if larger.
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        PhasePlanes(g).scratchCount + (g.outPixels + 31) / 16 * 16 + 2 * g.kernelHeight * g.kernelWidth + 16
+        max(PhasePlanes(g).scratchCount + (g.outPixels + 31) / 16 * 16 + 2 * g.kernelHeight * g.kernelWidth + 16,
+            ShiftedDepthwise.scratchCount(g))
     }
 }
 

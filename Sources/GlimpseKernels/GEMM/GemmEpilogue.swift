@@ -81,6 +81,18 @@ public struct GemmEpilogue {
         return v
     }
 
+    /// Stores 16 consecutive columns `col..<col+16` of row `row` through the epilogue at `dst`
+    /// (where that row's element `col` goes); only the first `lanes` when fewer remain, lane by lane,
+    /// so nothing past them is written.
+    @inline(__always)
+    public func store(_ acc: SIMD16<Float>, row: Int, col: Int, lanes: Int, to dst: UnsafeMutablePointer<Float>) {
+        if lanes == 16 {
+            UnsafeMutableRawPointer(dst).storeBytes(of: apply(acc, row: row, col: col), as: SIMD16<Float>.self)
+        } else {
+            for t in 0..<lanes { dst[t] = apply(acc[t], row: row, col: col + t) }
+        }
+    }
+
     /// Scalar form of `apply` for one element.
     @inline(__always)
     public func apply(_ acc: Float, row: Int, col: Int) -> Float {
