@@ -145,19 +145,25 @@ final class ConvKernelTests: XCTestCase {
             let taps = kh * kw
             let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(channels * taps))
             let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(outImage))
+            let packed = AlignedBuffer(ShiftedDepthwise.packedCount(channels: channels, taps: taps))
+            ShiftedDepthwise.pack(wts.pointer, channels: channels, taps: taps, into: packed.pointer)
             for item in 0..<2 {
                 let src = x.pointer + item * image
                 let out = AlignedBuffer(outImage), ref = AlignedBuffer(outImage)
-                // Two calls over a split of the channels (at a block boundary, as threads split them).
+                // Four calls: the channels split at a block boundary, the 16-pixel blocks split in two
+                // (as threads split them).
                 let split = min(channels, ShiftedDepthwise.channelBlock)
+                let blocks = (g.outPixels + 15) / 16, half = blocks / 2
                 for part in [0..<split, split..<channels] {
-                    let c0 = part.lowerBound
-                    let epilogue = GemmEpilogue(rowBias: bias.pointer + c0, residual: residual.pointer + c0 * g.outPixels,
-                                                residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
-                    let scratch = AlignedBuffer(ShiftedDepthwise.scratchCount(g))
-                    ShiftedDepthwise.run(input: src, readable: -item * image..<(2 - item) * image, weights: wts.pointer,
-                                         channels: part, geometry: g, output: out.pointer, epilogue: epilogue,
-                                         scratch: scratch.pointer)
+                    for pixelBlocks in [0..<half, half..<blocks] {
+                        let c0 = part.lowerBound
+                        let epilogue = GemmEpilogue(rowBias: bias.pointer + c0, residual: residual.pointer + c0 * g.outPixels,
+                                                    residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
+                        let scratch = AlignedBuffer(ShiftedDepthwise.scratchCount(g))
+                        ShiftedDepthwise.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer,
+                                             channels: part, blocks: pixelBlocks, geometry: g, output: out.pointer,
+                                             epilogue: epilogue, scratch: scratch.pointer)
+                    }
                 }
                 conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                      geometry: g, groups: channels, outChannelsPerGroup: 1)
@@ -287,7 +293,16 @@ final class ConvKernelTests: XCTestCase {
             }
             let x = AlignedBuffer(rng.floats(g.inChannels * g.inPixels))
             let out = AlignedBuffer(g.patchSize * g.outPixels)
-            Im2colMatrix.fill(input: x.pointer, geometry: g, rows: 0..<g.patchSize, into: out.pointer)
+            if i % 2 == 0 {
+                Im2colMatrix.fill(input: x.pointer, geometry: g, rows: 0..<g.patchSize, into: out.pointer)
+            } else {
+                // In three column ranges cut mid-row, as tasks fill their own column panels.
+                let n = g.outPixels, cuts = [0, rng.int(0...n), rng.int(0...n), n].sorted()
+                for j in 0..<3 {
+                    Im2colMatrix.fill(input: x.pointer, geometry: g, rows: 0..<g.patchSize,
+                                      columns: cuts[j]..<cuts[j + 1], into: out.pointer)
+                }
+            }
             var expected = [Float]()
             for ci in 0..<g.inChannels {
                 for kh in 0..<g.kernelHeight {

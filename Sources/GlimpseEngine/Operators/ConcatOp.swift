@@ -36,12 +36,36 @@ public final class ConcatOp: Operator {
         var parts: [(UnsafeRawPointer, Int)] = []   // (source, bytes per outer row)
         for case let t? in ctx.inputs { parts.append((UnsafeRawPointer(t.rawPointer), t.shape.dims[a...].reduce(1, *) * elem)) }
         let dst = out.rawPointer
-        return ClosureKernel { _ in
-            for o in 0..<outer {
-                var offset = o * outRow
-                for (src, bytes) in parts {
-                    (dst + offset).copyMemory(from: src + o * bytes, byteCount: bytes)
-                    offset += bytes
+        let inner = out.shape.dims[(a + 1)...].reduce(1, *) * elem
+        let total = outer * outRow
+        if total < 1 << 16 || inner < 1 << 10 || ctx.threads == 1 {
+            return ClosureKernel { _ in
+                for o in 0..<outer {
+                    var offset = o * outRow
+                    for (src, bytes) in parts {
+                        (dst + offset).copyMemory(from: src + o * bytes, byteCount: bytes)
+                        offset += bytes
+                    }
+                }
+            }
+        }
+        // Large planes (channel concatenation of feature maps): thread t copies the t-th slice of
+        // every plane, the part of the image its convolutions wrote (they split pixels alike), so
+        // the copy reads from its own core's cache.
+        let threads = ctx.threads
+        return ClosureKernel { pool in
+            pool.parallelTasks(threads) { t, _ in
+                let lo = inner * t / threads / elem * elem, hi = inner * (t + 1) / threads / elem * elem
+                for o in 0..<outer {
+                    var offset = o * outRow
+                    for (src, bytes) in parts {
+                        var plane = 0
+                        while plane < bytes {
+                            (dst + offset + plane + lo).copyMemory(from: src + o * bytes + plane + lo, byteCount: hi - lo)
+                            plane += inner
+                        }
+                        offset += bytes
+                    }
                 }
             }
         }

@@ -68,30 +68,23 @@ struct ConvKernel: Kernel {
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels
         let outImage = m * group * n
-        do {
-            let slots = min(threads, tasks)
-            pool.parallelFor(slots) { slot in
-                let scratch = workspace + slot * scratchPerThread
-                var task = slot
-                while task < tasks {
-                    let image = task / chunks, chunk = task % chunks
-                    let b = image / group, grp = image % group
-                    let lo = panels * chunk / chunks, hi = panels * (chunk + 1) / chunks
-                    let src = input + b * inImage + grp * g.inChannels * g.inPixels
-                    let dst = output + b * outImage + grp * m * n
-                    let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
-                    let a = packed + grp * perGroupA
-                    if g.isPointwise {
-                        GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
-                                       c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
-                    } else {
-                        // The whole input tensor is readable around this image's planes.
-                        let readable = (input - src)..<(input + batch * inImage - src)
-                        GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g, readable: readable),
-                                       c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
-                    }
-                    task += slots
-                }
+        pool.parallelTasks(tasks) { task, thread in
+            let scratch = workspace + thread * scratchPerThread
+            let image = task / chunks, chunk = task % chunks
+            let b = image / group, grp = image % group
+            let lo = panels * chunk / chunks, hi = panels * (chunk + 1) / chunks
+            let src = input + b * inImage + grp * g.inChannels * g.inPixels
+            let dst = output + b * outImage + grp * m * n
+            let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
+            let a = packed + grp * perGroupA
+            if g.isPointwise {
+                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
+                               c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
+            } else {
+                // The whole input tensor is readable around this image's planes.
+                let readable = (input - src)..<(input + batch * inImage - src)
+                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g, readable: readable),
+                               c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
             }
         }
     }
@@ -104,8 +97,8 @@ struct ConvKernel: Kernel {
         let blocks = DirectConv.blockCount(g)
         let total = batch * blocks
         let inImage = g.inChannels * g.inPixels, outImage = m * n
-        let slots = min(threads, max(1, total / 4))
-        Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { _, b, part in
+        Self.contiguousRuns(pool, tasks: min(total / 4, threads * Self.tasksPerThread), items: batch,
+                            unitsPerItem: blocks) { _, b, part in
             let src = input + b * inImage
             DirectConv.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
                            geometry: g, output: output + b * outImage,
@@ -113,18 +106,24 @@ struct ConvKernel: Kernel {
         }
     }
 
-    /// Splits `items` × `unitsPerItem` units of work into one contiguous run per slot and calls
-    /// `body(slot, item, units)` for each item's share of a slot's run.
-    private static func contiguousRuns(_ pool: ThreadPool, slots: Int, items: Int, unitsPerItem: Int,
+    /// Tasks per thread where work splits finely: handed out one at a time, they let the threads
+    /// finish together even when one joins late (a worker still waking up waited ~20 µs per
+    /// parallel region at the end with one static share per thread).
+    static let tasksPerThread = 4
+
+    /// Splits `items` × `unitsPerItem` units of work into `tasks` contiguous runs (at least one) and
+    /// calls `body(thread, item, units)` for each item's share of a run.
+    private static func contiguousRuns(_ pool: ThreadPool, tasks: Int, items: Int, unitsPerItem: Int,
                                        _ body: (Int, Int, Range<Int>) -> Void) {
         let total = items * unitsPerItem
-        pool.parallelFor(slots) { slot in
-            let hi = total * (slot + 1) / slots
-            var task = total * slot / slots
+        let tasks = max(1, min(tasks, total))
+        pool.parallelTasks(tasks) { slot, thread in
+            let hi = total * (slot + 1) / tasks
+            var task = total * slot / tasks
             while task < hi {
                 let item = task / unitsPerItem, first = task % unitsPerItem
                 let end = min(hi, (item + 1) * unitsPerItem)
-                body(slot, item, first..<(first + end - task))
+                body(thread, item, first..<(first + end - task))
                 task = end
             }
         }
@@ -136,19 +135,13 @@ struct ConvKernel: Kernel {
         let g = geometry
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
         let panels = GemmDriver.panelCount(n: batch * n)
-        let chunks = min(panels, threads * 4)
-        let slots = min(threads, chunks)
+        let chunks = min(panels, threads * Self.tasksPerThread)
         let epilogue = epilogue(firstChannel: 0, residualAt: 0, residualStride: n)
         let b = FoldedRowMajorB(base: input, imageColumns: n, imageStride: g.inChannels * n)
-        pool.parallelFor(slots) { slot in
-            let scratch = workspace + slot * scratchPerThread
-            var chunk = slot
-            while chunk < chunks {
-                GemmDriver.run(m: m, n: batch * n, k: k, packedA: packed, b: b, c: output, ldc: n, epilogue: epilogue,
-                               panels: (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks), scratch: scratch,
-                               imageColumns: n, imageStride: m * n)
-                chunk += slots
-            }
+        pool.parallelTasks(chunks) { chunk, thread in
+            GemmDriver.run(m: m, n: batch * n, k: k, packedA: packed, b: b, c: output, ldc: n, epilogue: epilogue,
+                           panels: (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks),
+                           scratch: workspace + thread * scratchPerThread, imageColumns: n, imageStride: m * n)
         }
     }
 
@@ -160,9 +153,9 @@ struct ConvKernel: Kernel {
         let images = batch * group
         let total = images * tiles
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
-        let slots = min(threads, max(1, total / 8))
-        // Each slot's row tiles, image (and group) i by image.
-        Self.contiguousRuns(pool, slots: slots, items: images, unitsPerItem: tiles) { _, i, part in
+        // Each task's row tiles, image (and group) i by image.
+        Self.contiguousRuns(pool, tasks: min(total / 8, threads * Self.tasksPerThread), items: images,
+                            unitsPerItem: tiles) { _, i, part in
             let grp = i % group
             let epilogue = epilogue(firstChannel: grp * m, residualAt: i * m, residualStride: 1)
             GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
@@ -170,7 +163,9 @@ struct ConvKernel: Kernel {
         }
     }
 
-    /// im2col matrix per image and group (rows filled in parallel), then GEMM over column chunks.
+    /// im2col matrix per image and group, then GEMM: each task fills the matrix columns of its
+    /// own column panels and multiplies them, so the columns stay in the cache of the core that
+    /// wrote them, and one parallel region does both.
     private func runMaterialized(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
         let g = geometry
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
@@ -178,21 +173,20 @@ struct ConvKernel: Kernel {
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
         let columns = workspace + threads * scratchPerThread
-        let slots = min(threads, panels)
+        let chunks = min(panels, threads * Self.tasksPerThread)
         for b in 0..<batch {
             for grp in 0..<group {
                 let src = input + b * inImage + grp * g.inChannels * g.inPixels
                 let dst = output + b * outImage + grp * m * n
-                pool.parallelFor(min(threads, k)) { slot in
-                    let t = min(threads, k)
-                    Im2colMatrix.fill(input: src, geometry: g, rows: (k * slot / t)..<(k * (slot + 1) / t), into: columns)
-                }
                 let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
-                pool.parallelFor(slots) { slot in
+                pool.parallelTasks(chunks) { chunk, thread in
+                    let part = (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks)
+                    Im2colMatrix.fill(input: src, geometry: g, rows: 0..<k,
+                                      columns: (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr),
+                                      into: columns)
                     GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
                                    b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
-                                   panels: (panels * slot / slots)..<(panels * (slot + 1) / slots),
-                                   scratch: workspace + slot * scratchPerThread)
+                                   panels: part, scratch: workspace + thread * scratchPerThread)
                 }
             }
         }
@@ -204,30 +198,27 @@ struct ConvKernel: Kernel {
         let channels = group
         let taps = g.kernelHeight * g.kernelWidth
         let planes = batch * channels
-        if ShiftedDepthwise.applies(g) {
-            // Blocks of 8 channels of every image spread over the threads, read in place.
-            let blocks = (channels + ShiftedDepthwise.channelBlock - 1) / ShiftedDepthwise.channelBlock
+        if let direct, ShiftedDepthwise.applies(g) {
+            // Runs of 16-pixel blocks of every image, all channels, spread over the threads: the
+            // pixels each thread's part of the previous convolution wrote (they split pixels alike).
+            let blocks = (g.outPixels + 15) / 16
             let inImage = channels * g.inPixels, outImage = channels * g.outPixels
-            let slots = min(threads, batch * blocks)
-            Self.contiguousRuns(pool, slots: slots, items: batch, unitsPerItem: blocks) { slot, b, part in
+            Self.contiguousRuns(pool, tasks: threads * Self.tasksPerThread, items: batch,
+                                unitsPerItem: blocks) { thread, b, part in
                 let src = input + b * inImage
-                let c0 = part.lowerBound * ShiftedDepthwise.channelBlock
-                let c1 = min(channels, part.upperBound * ShiftedDepthwise.channelBlock)
                 ShiftedDepthwise.run(
-                    input: src, readable: (input - src)..<(input + batch * inImage - src), weights: plain,
-                    channels: c0..<c1, geometry: g, output: output + b * outImage,
-                    epilogue: epilogue(firstChannel: c0, residualAt: b * outImage + c0 * g.outPixels,
-                                       residualStride: g.outPixels),
-                    scratch: workspace + slot * scratchPerThread)
+                    input: src, readable: (input - src)..<(input + batch * inImage - src), weights: direct,
+                    channels: 0..<channels, blocks: part, geometry: g, output: output + b * outImage,
+                    epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: g.outPixels),
+                    scratch: workspace + thread * scratchPerThread)
             }
             return
         }
-        let slots = min(threads, planes)
-        pool.parallelFor(slots) { slot in
-            let plane = DepthwisePlane(geometry: g, scratch: workspace + slot * scratchPerThread)
-            // Contiguous runs of planes per thread (better locality than interleaving).
-            let lo = planes * slot / slots, hi = planes * (slot + 1) / slots
-            for p in lo..<hi {
+        // Contiguous runs of planes per task (better locality than interleaving).
+        let tasks = min(planes, threads * Self.tasksPerThread)
+        pool.parallelTasks(tasks) { task, thread in
+            let plane = DepthwisePlane(geometry: g, scratch: workspace + thread * scratchPerThread)
+            for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
                 let c = p % channels
                 // The depthwise kernel adds its channel's bias itself.
                 var epilogue = epilogue(firstChannel: c, residualAt: p * g.outPixels, residualStride: 0)

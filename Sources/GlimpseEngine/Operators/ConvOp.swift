@@ -12,7 +12,8 @@ public final class ConvOp: Operator {
     /// Requantization (set for QLinearConv lowered to float): output = round((acc + b)·scale[c]).
     public var outputScale: [Float]?
     var packed: TensorStorage?
-    /// Weights in 8-channel blocks for `DirectConv` (ungrouped convolutions with a short reduction).
+    /// Weights in 8-channel blocks: for `DirectConv` (ungrouped convolutions with a short
+    /// reduction), or tap-major for `ShiftedDepthwise` (depthwise convolutions).
     var direct: TensorStorage?
     var plainWeights: Tensor?
     var bias: [Float] = []
@@ -53,6 +54,11 @@ public final class ConvOp: Operator {
         isDepthwise = inPerGroup == 1 && m == 1
         if isDepthwise {
             plainWeights = w
+            // Small "same" planes run `ShiftedDepthwise`, which reads its weights in 8-channel blocks.
+            let taps = kernel[0] * kernel[1]
+            let d = TensorStorage(byteCount: ShiftedDepthwise.packedCount(channels: outChannels, taps: taps) * 4)
+            ShiftedDepthwise.pack(w.f32, channels: outChannels, taps: taps, into: d.bytes.assumingMemoryBound(to: Float.self))
+            direct = d
             return
         }
         let k = inPerGroup * kernel[0] * kernel[1]

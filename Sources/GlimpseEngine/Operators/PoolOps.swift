@@ -53,10 +53,12 @@ public final class PoolOp: Operator {
                 }
             }
         }
+        let tasks = min(planes, ctx.threads * 4)
         return ClosureKernel { pool in
-            pool.parallelFor(slots) { slot in
-                let plane = RowPool(geometry: g, kind: kind, scratch: ws + slot * per)
-                for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
+            // Several runs of planes per thread, handed out one at a time (see `ThreadPool.parallelTasks`).
+            pool.parallelTasks(tasks) { task, thread in
+                let plane = RowPool(geometry: g, kind: kind, scratch: ws + thread * per)
+                for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
                     plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels)
                 }
             }

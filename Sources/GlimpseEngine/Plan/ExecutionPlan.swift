@@ -16,6 +16,9 @@ final class ExecutionPlan {
     /// Floating-point operations of one execution (convolutions and matrix products).
     let flops: Int
 
+    /// Concatenations whose inputs are written in place, so they run no kernel (`elideConcats`).
+    let elidedConcats: Int
+
     /// Types of every value for this batch size (nil where unreachable).
     let types: [ValueType?]
 
@@ -72,6 +75,7 @@ final class ExecutionPlan {
             let n = graph.nodes[i]
             if known[n.inputs[0]] == nil { root[n.outputs[0]] = root[n.inputs[0]] }
         }
+        let (byteOffset, elided) = Self.elideConcats(graph, live: live, types: types, known: known, root: &root)
         var lastUse = [Int](repeating: -1, count: count)
         for (pos, i) in live.enumerated() {
             for v in graph.nodes[i].inputs where v != Graph.noValue { lastUse[root[v]] = max(lastUse[root[v]], pos) }
@@ -103,7 +107,9 @@ final class ExecutionPlan {
         for inp in graph.inputs { assign(inp.value) }
         for (pos, i) in live.enumerated() {
             let n = graph.nodes[i]
-            for o in n.outputs where root[o] == o && known[o] == nil { assign(o) }
+            // A value's buffer is its root's: its own, a view's source, or (for an elided concat's
+            // input) the concat's output, assigned when its first input is produced.
+            for o in n.outputs where known[o] == nil && slotOf[root[o]] < 0 { assign(root[o]) }
             var released = Set<Int>()
             for v in n.inputs where v != Graph.noValue && known[v] == nil {
                 let r = root[v]
@@ -122,7 +128,8 @@ final class ExecutionPlan {
             if let k = known[v] { return k }
             if let t = tensors[v] { return t }
             guard let type = types[v], slotOf[root[v]] >= 0 else { return nil }
-            let t = Tensor(shape: Shape(type.shape), dtype: type.dtype, storage: storages[slotOf[root[v]]])
+            let t = Tensor(shape: Shape(type.shape), dtype: type.dtype, storage: storages[slotOf[root[v]]],
+                           byteOffset: byteOffset[v])
             tensors[v] = t
             return t
         }
@@ -138,12 +145,13 @@ final class ExecutionPlan {
             flops += n.op.flops(inT, outT)
         }
         self.flops = flops
+        self.elidedConcats = elided.count
         let workspace = TensorStorage(byteCount: max(wsFloats, 16) * 4 + 64)
         var kernels: [any Kernel] = []
         var labels: [String] = []
         for i in live {
             let n = graph.nodes[i]
-            if n.op.isView { continue }
+            if n.op.isView || elided.contains(i) { continue }
             let ctx = KernelContext(
                 inputs: n.inputs.map { $0 == Graph.noValue ? nil : tensor($0) },
                 outputs: n.outputs.compactMap { tensor($0) },
@@ -175,6 +183,50 @@ final class ExecutionPlan {
             }
             return t
         }
+    }
+
+    /// Concatenations along an axis with nothing but size-1 dimensions before it (channels at
+    /// batch 1) become no copy at all: each input is written straight into its slice of the
+    /// output. That needs every input to be an operator's own output (not a view, constant, graph
+    /// input or output, or another concatenation), read by this concatenation alone. Sets `root` of
+    /// each such input to the output and returns the inputs' byte offsets in it and the elided nodes.
+    private static func elideConcats(_ graph: Graph, live: [Int], types: [ValueType?], known: [Tensor?],
+                                     root: inout [Int]) -> (byteOffset: [Int], elided: Set<Int>) {
+        let count = graph.values.count
+        var byteOffset = [Int](repeating: 0, count: count)
+        var elided = Set<Int>()
+        var readers = [Int](repeating: 0, count: count)
+        var producer = [Int](repeating: -1, count: count)
+        for i in live {
+            for v in graph.nodes[i].inputs where v != Graph.noValue { readers[v] += 1 }
+            for o in graph.nodes[i].outputs { producer[o] = i }
+        }
+        for o in graph.outputs { readers[o.value] += 1 }
+        let graphInputs = Set(graph.inputs.map(\.value))
+        var viewed = Set<Int>()
+        for v in 0..<count where root[v] != v { viewed.insert(root[v]) }
+        for i in live {
+            let n = graph.nodes[i]
+            guard let concat = n.op as? ConcatOp, n.outputs.count == 1, let outType = types[n.outputs[0]],
+                  let axis = try? concat.normalizedAxis(outType.shape.count),
+                  outType.shape[..<axis].reduce(1, *) == 1 else { continue }
+            let out = n.outputs[0]
+            let fits = !n.inputs.isEmpty && Set(n.inputs).count == n.inputs.count && n.inputs.allSatisfy { v in
+                guard v != Graph.noValue, known[v] == nil, !graphInputs.contains(v), root[v] == v, !viewed.contains(v),
+                      readers[v] == 1, producer[v] >= 0, types[v]?.dtype == outType.dtype else { return false }
+                let op = graph.nodes[producer[v]].op
+                return !op.isView && !(op is ConcatOp)
+            }
+            guard fits, root[out] == out else { continue }
+            var offset = 0
+            for v in n.inputs {
+                root[v] = out
+                byteOffset[v] = offset
+                offset += (types[v]?.count ?? 0) * outType.dtype.byteSize
+            }
+            elided.insert(i)
+        }
+        return (byteOffset, elided)
     }
 
     func execute(_ pool: ThreadPool) {

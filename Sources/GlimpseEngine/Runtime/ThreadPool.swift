@@ -3,8 +3,12 @@ import Synchronization
 
 /// The engine's own compute threads: `threads - 1` workers plus the calling thread.
 ///
-/// `parallelFor` hands out indices dynamically. Workers spin briefly after each job (so the ~50
-/// parallel regions of one inference do not each pay a futex wake-up) and then sleep. The caller
+/// `parallelFor` and `parallelTasks` give each thread a contiguous share of the indices (thread t
+/// the t-th share, so consecutive operators that split their work alike find their data in that
+/// core's cache) and let a thread that runs out take the last indices of another's share. A worker
+/// that joins late (still waking up, or descheduled) thus simply runs fewer of them. Workers spin
+/// briefly after each job (so the ~50 parallel regions of one inference do not each pay a futex
+/// wake-up) and then sleep. The caller
 /// never waits for a worker that has not joined the job yet: when the caller has taken the last
 /// index it closes the job and waits only for workers still running an index, so a worker that
 /// is descheduled (machine oversubscribed) or still waking up costs nothing. If another caller is
@@ -18,12 +22,12 @@ public final class ThreadPool: @unchecked Sendable {
 
     public init(threads: Int) {
         self.threads = max(1, threads)
-        self.state = PoolState(workers: self.threads - 1)
+        self.state = PoolState(threads: self.threads)
         for i in 1..<self.threads {
             let state = self.state
             let t = Thread {
                 state.registerCurrentThreadClock()
-                state.workerLoop()
+                state.workerLoop(thread: i)
             }
             t.name = "glimpse-engine-\(i)"
             t.stackSize = 1 << 20
@@ -38,15 +42,24 @@ public final class ThreadPool: @unchecked Sendable {
 
     /// Runs `body(i)` for every i in 0..<count, spread over the pool's threads.
     public func parallelFor(_ count: Int, _ body: (Int) -> Void) {
+        state.parallelFor(count, serial: threads == 1) { i, _ in body(i) }
+    }
+
+    /// Runs `body(task, thread)` for every task in 0..<count. `thread` (in 0..<threads) names the
+    /// thread running the task, for per-thread scratch; no two tasks run on one thread at once.
+    /// Split work into several tasks per thread, in an order where neighbouring tasks touch
+    /// neighbouring data: the threads then finish together even when one starts late.
+    public func parallelTasks(_ count: Int, _ body: (_ task: Int, _ thread: Int) -> Void) {
         state.parallelFor(count, serial: threads == 1, body)
     }
 }
 
 /// Shared between the pool and its worker threads (which keep it alive until they exit).
 final class PoolState: @unchecked Sendable {
-    let workerCount: Int
+    let threads: Int
     private let generation = Atomic<Int>(0)
-    private let nextIndex = Atomic<Int>(0)
+    /// Each thread's share of the current job's indices.
+    private let shares: [TaskShare]
     /// Workers currently inside a job (joined and not yet left).
     private let active = Atomic<Int>(0)
     /// Generation of the job that may still be joined, or -1 once the caller has closed it.
@@ -54,10 +67,13 @@ final class PoolState: @unchecked Sendable {
     private let busy = Atomic<Bool>(false)
     private let shutdown = Atomic<Bool>(false)
     private let condition = NSCondition()
-    private var job: ((Int) -> Void)?
+    private var job: ((Int, Int) -> Void)?
     private var jobCount = 0
 
-    init(workers: Int) { self.workerCount = workers }
+    init(threads: Int) {
+        self.threads = threads
+        self.shares = (0..<threads).map { _ in TaskShare() }
+    }
 
     private let clockLock = NSLock()
     private var clocks: [clockid_t] = []
@@ -91,23 +107,23 @@ final class PoolState: @unchecked Sendable {
         condition.unlock()
     }
 
-    func parallelFor(_ count: Int, serial: Bool, _ body: (Int) -> Void) {
+    func parallelFor(_ count: Int, serial: Bool, _ body: (Int, Int) -> Void) {
         if count <= 0 { return }
         if serial || count == 1 || !busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
-            for i in 0..<count { body(i) }
+            for i in 0..<count { body(i, 0) }
             return
         }
         withoutActuallyEscaping(body) { escaping in
             job = escaping
             jobCount = count
-            nextIndex.store(0, ordering: .relaxed)
+            for t in 0..<threads { shares[t].reset(count * t / threads..<count * (t + 1) / threads) }
             condition.lock()
             let g = generation.load(ordering: .relaxed) + 1
             openGeneration.store(g, ordering: .sequentiallyConsistent)
             generation.store(g, ordering: .sequentiallyConsistent)
             condition.broadcast()
             condition.unlock()
-            drain(escaping, count)
+            drain(escaping, count, thread: 0)
             // Close the job, then wait only for workers that joined before it closed.
             openGeneration.store(-1, ordering: .sequentiallyConsistent)
             while active.load(ordering: .sequentiallyConsistent) > 0 { spinHint() }
@@ -116,16 +132,18 @@ final class PoolState: @unchecked Sendable {
         busy.store(false, ordering: .releasing)
     }
 
+    /// Runs the thread's own share from its front, then what is left of the other shares from
+    /// their backs (what their owners would reach last).
     @inline(__always)
-    private func drain(_ body: (Int) -> Void, _ count: Int) {
-        while true {
-            let i = nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue
-            if i >= count { return }
-            body(i)
+    private func drain(_ body: (Int, Int) -> Void, _ count: Int, thread: Int) {
+        while let i = shares[thread].takeFront() { body(i, thread) }
+        for step in 1..<threads {
+            let share = shares[(thread + step) % threads]
+            while let i = share.takeBack() { body(i, thread) }
         }
     }
 
-    func workerLoop() {
+    func workerLoop(thread: Int) {
         var seen = generation.load(ordering: .acquiring)
         while true {
             var spins = 0
@@ -145,7 +163,7 @@ final class PoolState: @unchecked Sendable {
             if shutdown.load(ordering: .acquiring) { return }
             active.add(1, ordering: .sequentiallyConsistent)
             if openGeneration.load(ordering: .sequentiallyConsistent) == current, let body = job {
-                drain(body, jobCount)
+                drain(body, jobCount, thread: thread)
             }
             active.subtract(1, ordering: .sequentiallyConsistent)
         }
@@ -157,5 +175,39 @@ final class PoolState: @unchecked Sendable {
         // A short pause between atomic polls.
         for _ in 0..<4 { _ = generation.load(ordering: .relaxed) }
         #endif
+    }
+}
+
+/// One thread's share of a job's indices, `front..<back`, packed into one atomic word (front in the
+/// low 32 bits) so its owner can take from the front while another thread takes from the back.
+final class TaskShare: @unchecked Sendable {
+    private let bounds = Atomic<Int>(0)
+
+    func reset(_ range: Range<Int>) {
+        bounds.store(range.lowerBound | range.upperBound << 32, ordering: .relaxed)
+    }
+
+    @inline(__always)
+    func takeFront() -> Int? {
+        var s = bounds.load(ordering: .relaxed)
+        while true {
+            let front = s & 0xFFFF_FFFF, back = s >> 32
+            if front >= back { return nil }
+            let (done, now) = bounds.compareExchange(expected: s, desired: s + 1, ordering: .relaxed)
+            if done { return front }
+            s = now
+        }
+    }
+
+    @inline(__always)
+    func takeBack() -> Int? {
+        var s = bounds.load(ordering: .relaxed)
+        while true {
+            let front = s & 0xFFFF_FFFF, back = s >> 32
+            if front >= back { return nil }
+            let (done, now) = bounds.compareExchange(expected: s, desired: front | (back - 1) << 32, ordering: .relaxed)
+            if done { return back - 1 }
+            s = now
+        }
     }
 }

@@ -15,60 +15,82 @@ public enum ShiftedDepthwise {
         g.isShiftedPlane && g.outPixels <= maxPixels
     }
 
-    /// Floats of scratch one `run` needs: per 16-pixel block its lane rows and columns, and one
-    /// block's weights.
+    /// Floats of scratch one `run` needs: per 16-pixel block its lane rows and columns.
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        32 * ((g.outPixels + 15) / 16) + g.kernelHeight * g.kernelWidth * channelBlock + 16
+        32 * ((g.outPixels + 15) / 16) + 16
     }
 
-    /// Channels `channels` of one image, every pixel. `input` is the image ([C, H, W]) and
+    /// Floats of `pack`'s output for `channels` channels of `taps` taps.
+    public static func packedCount(channels: Int, taps: Int) -> Int {
+        (channels + channelBlock - 1) / channelBlock * taps * channelBlock
+    }
+
+    /// Packs depthwise weights [C][taps] as blocks of 8 channels, tap-major: [block][tap][8]. A
+    /// short last block repeats its last channel (computed, never stored) instead of branching.
+    public static func pack(_ weights: UnsafePointer<Float>, channels: Int, taps: Int,
+                            into dst: UnsafeMutablePointer<Float>) {
+        for block in 0..<(channels + channelBlock - 1) / channelBlock {
+            let c0 = block * channelBlock
+            for tap in 0..<taps {
+                for i in 0..<channelBlock {
+                    dst[(block * taps + tap) * channelBlock + i] = weights[min(c0 + i, channels - 1) * taps + tap]
+                }
+            }
+        }
+    }
+
+    /// Channels `channels` of one image, the 16-pixel blocks `blocks` (every block by default:
+    /// `(outPixels + 15) / 16` of them). `input` is the image ([C, H, W]) and
     /// `readable` the offsets from it that may be read (see `Im2colB.readable`); `weights` is
-    /// [C][KH·KW]; `output` the image's [C, OH·OW]. The epilogue applies with row = channel −
+    /// `pack`'s output for all C channels, and `channels` starts at a multiple of 8; `output` the
+    /// image's [C, OH·OW]. The epilogue applies with row = channel −
     /// `channels.lowerBound` and column = pixel, and adds the bias. `scratch` holds `scratchCount(g)` floats.
     public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>,
-                           channels: Range<Int>, geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>,
-                           epilogue: GemmEpilogue, scratch: UnsafeMutablePointer<Float>) {
+                           channels: Range<Int>, blocks: Range<Int>? = nil, geometry g: ConvGeometry,
+                           output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue,
+                           scratch: UnsafeMutablePointer<Float>) {
         let taps = g.kernelHeight * g.kernelWidth, pixels = g.inPixels, n = g.outPixels
-        let blocks = (n + 15) / 16
-        guard !channels.isEmpty, blocks > 0 else { return }
+        let blocks = blocks ?? 0..<(n + 15) / 16
+        guard !channels.isEmpty, !blocks.isEmpty else { return }
         // Per block, its lanes' rows and columns (computed once for all channels: the division in
-        // `ShiftedLanes` is a long dependency chain), then the 8-channel weights tap-major, [tap][8].
+        // `ShiftedLanes` is a long dependency chain).
         let table = scratch
-        for block in 0..<blocks {
+        for block in blocks {
             let lanes = ShiftedLanes(first: block * 16, count: min(16, n - block * 16), width: g.inWidth)
-            UnsafeMutableRawPointer(table + 32 * block).storeBytes(of: lanes.rows, as: SIMD16<Float>.self)
-            UnsafeMutableRawPointer(table + 32 * block + 16).storeBytes(of: lanes.cols, as: SIMD16<Float>.self)
+            let entry = table + 32 * (block - blocks.lowerBound)
+            UnsafeMutableRawPointer(entry).storeBytes(of: lanes.rows, as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(entry + 16).storeBytes(of: lanes.cols, as: SIMD16<Float>.self)
         }
-        let packed = table + 32 * blocks
         var c0 = channels.lowerBound
         while c0 < channels.upperBound {
             let count = min(channelBlock, channels.upperBound - c0)
             // Channel i of the block reads plane c0 + min(i, count − 1): a short last block repeats
             // its last channel instead of branching, and the repeats are not stored.
             @inline(__always) func plane(_ i: Int) -> Int { (c0 &+ Swift.min(i, count &- 1)) &* pixels }
-            for tap in 0..<taps {
-                for i in 0..<channelBlock { packed[tap * channelBlock + i] = weights[(c0 + Swift.min(i, count - 1)) * taps + tap] }
-            }
-            runBlocks(input: input, readable: readable, packed: UnsafePointer(packed), lanes: UnsafePointer(table),
+            runBlocks(input: input, readable: readable, packed: weights + c0 / channelBlock * taps * channelBlock,
+                      lanes: UnsafePointer(table),
                       planes: (plane(0), plane(1), plane(2), plane(3), plane(4), plane(5), plane(6), plane(7)),
-                      c0: c0, count: count, geometry: g, output: output,
+                      c0: c0, count: count, pixels: (blocks.lowerBound * 16)..<min(n, blocks.upperBound * 16),
+                      geometry: g, output: output,
                       epilogue: epilogue.offset(row: c0 - channels.lowerBound, col: 0))
             c0 += count
         }
     }
 
-    /// One block of up to 8 channels; the epilogue's row 0 is channel `c0`.
+    /// One block of up to 8 channels over output pixels `pixels` (starting at a 16-pixel block,
+    /// whose lane table entry is the table's first); the epilogue's row 0 is channel `c0`.
     @inline(__always)
     private static func runBlocks(input: UnsafePointer<Float>, readable: Range<Int>, packed: UnsafePointer<Float>,
                                   lanes table: UnsafePointer<Float>,
                                   planes: (Int, Int, Int, Int, Int, Int, Int, Int), c0: Int, count: Int,
-                                  geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue) {
+                                  pixels: Range<Int>, geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>,
+                                  epilogue: GemmEpilogue) {
         let n = g.outPixels
         let (p0, p1, p2, p3, p4, p5, p6, p7) = planes
-        var j0 = 0
-        while j0 < n {
-            let lanesHere = min(16, n - j0)
-            let entry = UnsafeRawPointer(table + 2 * j0)
+        var j0 = pixels.lowerBound
+        while j0 < pixels.upperBound {
+            let lanesHere = min(16, pixels.upperBound - j0)
+            let entry = UnsafeRawPointer(table + 2 * (j0 - pixels.lowerBound))
             let lanes = ShiftedLanes(rows: entry.loadUnaligned(as: SIMD16<Float>.self),
                                      cols: entry.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self))
             var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
