@@ -62,29 +62,37 @@ struct ConvKernel: Kernel {
         }
         let panels = GemmDriver.panelCount(n: n)
         let images = batch * group
-        // Enough tasks to keep every thread busy; each task is a contiguous run of column panels.
-        let chunks = images >= threads * 2 ? 1 : min(panels, max(1, (threads * 4 + images - 1) / images))
-        let tasks = images * chunks
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels
         let outImage = m * group * n
-        pool.parallelTasks(tasks) { task, thread in
+        // Each task is a run of column panels of one image (and group), or, for planes of a few
+        // panels, a run of row tiles: threads splitting a short row would share a cache line of
+        // C in every row.
+        let rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
+        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
+        let splitRows = images < threads * 2 && rowChunks >= threads
+        let chunks = images >= threads * 2 ? 1
+            : splitRows ? min(rowChunks, max(1, (threads * Self.tasksPerThread + images - 1) / images))
+            : min(panels, max(1, (threads * Self.tasksPerThread + images - 1) / images))
+        pool.parallelTasks(images * chunks) { task, thread in
             let scratch = workspace + thread * scratchPerThread
             let image = task / chunks, chunk = task % chunks
             let b = image / group, grp = image % group
-            let lo = panels * chunk / chunks, hi = panels * (chunk + 1) / chunks
+            let units = splitRows ? rowTiles : panels
+            let part = (units * chunk / chunks)..<(units * (chunk + 1) / chunks)
+            let columns = splitRows ? 0..<panels : part, rows = splitRows ? part : 0..<rowTiles
             let src = input + b * inImage + grp * g.inChannels * g.inPixels
             let dst = output + b * outImage + grp * m * n
             let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
             let a = packed + grp * perGroupA
             if g.isPointwise {
-                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n),
-                               c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
+                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n), c: dst, ldc: n,
+                               epilogue: epilogue, panels: columns, rowTiles: rows, scratch: scratch)
             } else {
                 // The whole input tensor is readable around this image's planes.
                 let readable = (input - src)..<(input + batch * inImage - src)
                 GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g, readable: readable),
-                               c: dst, ldc: n, epilogue: epilogue, panels: lo..<hi, scratch: scratch)
+                               c: dst, ldc: n, epilogue: epilogue, panels: columns, rowTiles: rows, scratch: scratch)
             }
         }
     }
@@ -110,6 +118,14 @@ struct ConvKernel: Kernel {
     /// finish together even when one joins late (a worker still waking up waited ~20 µs per
     /// parallel region at the end with one static share per thread).
     static let tasksPerThread = 4
+
+    /// How many runs of row tiles to split a GEMM into, or 0 to split it by columns. Planes of
+    /// fewer than 8 column panels (256 pixels: 16×16 and below) split rows of C between threads,
+    /// which then never share a cache line inside a row. Each run packs all of B again, which
+    /// costs about as much as 27 rows of C, so runs are at least 16 tiles (96 rows) each.
+    static func rowChunks(rowTiles: Int, panels: Int) -> Int {
+        panels < 8 ? rowTiles / 16 : 0
+    }
 
     /// Splits `items` × `unitsPerItem` units of work into `tasks` contiguous runs (at least one) and
     /// calls `body(thread, item, units)` for each item's share of a run.
@@ -163,30 +179,42 @@ struct ConvKernel: Kernel {
         }
     }
 
-    /// im2col matrix per image and group, then GEMM: each task fills the matrix columns of its
-    /// own column panels and multiplies them, so the columns stay in the cache of the core that
-    /// wrote them, and one parallel region does both.
+    /// im2col matrix per image and group, then GEMM. Each task fills the matrix columns of its own
+    /// column panels and multiplies them, so the columns stay in the cache of the core that wrote
+    /// them, and one parallel region does both. Planes of a few panels split rows instead (see
+    /// `rowChunks`): the matrix is filled first, its rows spread over the threads.
     private func runMaterialized(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
         let g = geometry
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
-        let panels = GemmDriver.panelCount(n: n)
+        let panels = GemmDriver.panelCount(n: n), rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
         let columns = workspace + threads * scratchPerThread
-        let chunks = min(panels, threads * Self.tasksPerThread)
+        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
+        let splitRows = rowChunks >= threads
+        let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
         for b in 0..<batch {
             for grp in 0..<group {
                 let src = input + b * inImage + grp * g.inChannels * g.inPixels
                 let dst = output + b * outImage + grp * m * n
                 let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
+                if splitRows {
+                    let fills = min(threads, k)
+                    pool.parallelFor(fills) { t in
+                        Im2colMatrix.fill(input: src, geometry: g, rows: (k * t / fills)..<(k * (t + 1) / fills), into: columns)
+                    }
+                }
                 pool.parallelTasks(chunks) { chunk, thread in
-                    let part = (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks)
-                    Im2colMatrix.fill(input: src, geometry: g, rows: 0..<k,
-                                      columns: (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr),
-                                      into: columns)
+                    let part = ((splitRows ? rowTiles : panels) * chunk / chunks)..<((splitRows ? rowTiles : panels) * (chunk + 1) / chunks)
+                    if !splitRows {
+                        Im2colMatrix.fill(input: src, geometry: g, rows: 0..<k,
+                                          columns: (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr),
+                                          into: columns)
+                    }
                     GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
                                    b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
-                                   panels: part, scratch: workspace + thread * scratchPerThread)
+                                   panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
+                                   scratch: workspace + thread * scratchPerThread)
                 }
             }
         }
@@ -199,17 +227,21 @@ struct ConvKernel: Kernel {
         let taps = g.kernelHeight * g.kernelWidth
         let planes = batch * channels
         if let direct, ShiftedDepthwise.applies(g) {
-            // Runs of 16-pixel blocks of every image, all channels, spread over the threads: the
-            // pixels each thread's part of the previous convolution wrote (they split pixels alike).
-            let blocks = (g.outPixels + 15) / 16
+            // Runs of 8-channel blocks of every image spread over the threads, read in place. Each
+            // thread writes whole planes: split by pixels, the threads would share a cache line of
+            // every plane of these small images.
+            let blocks = (channels + ShiftedDepthwise.channelBlock - 1) / ShiftedDepthwise.channelBlock
             let inImage = channels * g.inPixels, outImage = channels * g.outPixels
             Self.contiguousRuns(pool, tasks: threads * Self.tasksPerThread, items: batch,
                                 unitsPerItem: blocks) { thread, b, part in
                 let src = input + b * inImage
+                let c0 = part.lowerBound * ShiftedDepthwise.channelBlock
+                let c1 = min(channels, part.upperBound * ShiftedDepthwise.channelBlock)
                 ShiftedDepthwise.run(
                     input: src, readable: (input - src)..<(input + batch * inImage - src), weights: direct,
-                    channels: 0..<channels, blocks: part, geometry: g, output: output + b * outImage,
-                    epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: g.outPixels),
+                    channels: c0..<c1, geometry: g, output: output + b * outImage,
+                    epilogue: epilogue(firstChannel: c0, residualAt: b * outImage + c0 * g.outPixels,
+                                       residualStride: g.outPixels),
                     scratch: workspace + thread * scratchPerThread)
             }
             return

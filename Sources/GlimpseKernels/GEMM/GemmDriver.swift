@@ -11,6 +11,9 @@ public enum GemmDriver {
     public static func panelCount(n: Int) -> Int { (n + GemmTile.nr - 1) / GemmTile.nr }
 
     ///
+    /// `rowTiles` limits the work to those 6-row tiles of C (all by default): threads that split a
+    /// small plane by rows write whole rows of C, and never share a cache line inside one.
+    ///
     /// Batch folded into N: with `imageColumns` < N, column j of the folded C is column
     /// j % imageColumns of image j / imageColumns, whose C (and residual) starts `imageStride` floats
     /// after the previous image's; `imageColumns` must be at least 32 so a tile spans at most two images.
@@ -18,11 +21,11 @@ public enum GemmDriver {
     public static func run<B: GemmBSource>(
         m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>, b: B,
         c: UnsafeMutablePointer<Float>, ldc: Int, epilogue: GemmEpilogue,
-        panels: Range<Int>, scratch: UnsafeMutablePointer<Float>,
+        panels: Range<Int>, rowTiles: Range<Int>? = nil, scratch: UnsafeMutablePointer<Float>,
         imageColumns: Int = .max, imageStride: Int = 0
     ) {
         let mr = GemmTile.mr, nr = GemmTile.nr
-        let mTiles = (m + mr - 1) / mr
+        let mTiles = rowTiles ?? 0..<(m + mr - 1) / mr
         var k0 = 0
         repeat {
             let kc = min(kBlock, k - k0)
@@ -36,7 +39,7 @@ public enum GemmDriver {
                 let cImage = c + image * imageStride
                 let eImage = epilogue.shiftingResidual(by: image * imageStride)
                 let eNext = epilogue.shiftingResidual(by: (image + 1) * imageStride)
-                for t in 0..<mTiles {
+                for t in mTiles {
                     let m0 = t * mr
                     let split = inImage < nc
                         ? GemmColumnSplit(column: inImage, c: cImage + imageStride + m0 * ldc,
