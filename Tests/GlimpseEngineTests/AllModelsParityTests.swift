@@ -24,6 +24,12 @@ final class AllModelsParityTests: XCTestCase {
     func testArchEfficientNetB0() throws { try reference("arch/efficientnet_b0.onnx", "arch-efficientnet_b0") }
     func testArchLeNet() throws { try reference("arch/lenet_mnist.onnx", "arch-lenet_mnist") }
     func testArchMobileNetV2TwoThreads() throws { try reference("arch/mobilenet_v2.onnx", "arch-mobilenet_v2", threads: 2) }
+    /// Two threads: squeeze-and-excitation scaling (`Mul`) splits rows, 7×7 and 14×14 planes split rows of C.
+    func testArchEfficientNetB0TwoThreads() throws {
+        try reference("arch/efficientnet_b0.onnx", "arch-efficientnet_b0", threads: 2)
+    }
+    /// Two threads: the fire modules' concatenations are written in place at batch 1.
+    func testArchSqueezeNetTwoThreads() throws { try reference("arch/squeezenet1_1.onnx", "arch-squeezenet1_1", threads: 2) }
     func testMobileNetV2Int8() throws { try reference("mobilenetv2-int8.onnx", "mobilenetv2-int8") }
 
     func structure(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {

@@ -45,15 +45,25 @@ public final class BinaryOp: Operator {
         }
         let pa = UnsafePointer(a.f32), pb = UnsafePointer(b.f32), po = out.f32
         let fast: BinaryKind? = [.add: .add, .sub: .sub, .mul: .mul, .div: .div, .max: .max, .min: .min][kind]
-        return ClosureKernel { _ in
-            plan.forEachRow { o, ia, sa, ib, sb, n in
-                if let fast {
-                    binary_row_f32(fast, pa + ia, sa, pb + ib, sb, po + o, n, lower: act.lower, upper: act.upper)
-                } else {
-                    binary_f32(kind, pa + ia, sa, pb + ib, sb, po + o, n, act.lower, act.upper)
+        @inline(__always) func row(_ o: Int, _ ia: Int, _ sa: Int, _ ib: Int, _ sb: Int, _ n: Int) {
+            if let fast {
+                binary_row_f32(fast, pa + ia, sa, pb + ib, sb, po + o, n, lower: act.lower, upper: act.upper)
+            } else {
+                binary_f32(kind, pa + ia, sa, pb + ib, sb, po + o, n, act.lower, act.upper)
+            }
+        }
+        let rows = plan.rowCount
+        if ctx.threads > 1 && out.count >= 1 << 15 && plan.rowLength >= 16 && rows >= ctx.threads {
+            // Large outputs (EfficientNet's squeeze-and-excitation scaling of whole feature maps):
+            // runs of rows spread over the threads.
+            let tasks = min(rows, ctx.threads * 4)
+            return ClosureKernel { pool in
+                pool.parallelTasks(tasks) { t, _ in
+                    plan.forEachRow((rows * t / tasks)..<(rows * (t + 1) / tasks), row)
                 }
             }
         }
+        return ClosureKernel { _ in plan.forEachRow(row) }
     }
 }
 

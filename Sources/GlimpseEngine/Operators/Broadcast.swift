@@ -74,6 +74,29 @@ public enum Broadcast {
             }
         }
 
+        /// Innermost rows of the output (each `dims.last` elements long).
+        public var rowCount: Int { dims.dropLast().reduce(1, *) }
+        public var rowLength: Int { dims[dims.count - 1] }
+
+        /// `forEachRow` over rows `rows` only, each row's offsets computed from its index (so
+        /// threads can split the rows; no allocation).
+        public func forEachRow(_ rows: Range<Int>, _ body: (Int, Int, Int, Int, Int, Int) -> Void) {
+            let r = dims.count
+            let n = dims[r - 1], sa = strideA[r - 1], sb = strideB[r - 1]
+            for row in rows {
+                var rest = row, ia = 0, ib = 0
+                var d = r - 2
+                while d >= 0 {
+                    let i = rest % dims[d]
+                    rest /= dims[d]
+                    ia += i * strideA[d]
+                    ib += i * strideB[d]
+                    d -= 1
+                }
+                body(row * n, ia, sa, ib, sb, n)
+            }
+        }
+
         /// Calls `body(outIndex, aIndex, bIndex)` per element.
         public func forEach(_ body: (Int, Int, Int) -> Void) {
             forEachRow { o, ia, sa, ib, sb, n in
