@@ -136,10 +136,10 @@ final class PoolState: @unchecked Sendable {
     /// their backs (what their owners would reach last).
     @inline(__always)
     private func drain(_ body: (Int, Int) -> Void, _ count: Int, thread: Int) {
-        while let i = shares[thread].takeFront() { body(i, thread) }
+        while let i = shares[thread].take(fromBack: false) { body(i, thread) }
         for step in 1..<threads {
             let share = shares[(thread + step) % threads]
-            while let i = share.takeBack() { body(i, thread) }
+            while let i = share.take(fromBack: true) { body(i, thread) }
         }
     }
 
@@ -187,26 +187,17 @@ final class TaskShare: @unchecked Sendable {
         bounds.store(range.lowerBound | range.upperBound << 32, ordering: .relaxed)
     }
 
+    /// Takes the first index left (its owner's next), or with `fromBack` the last (for a thread
+    /// whose own share is done); nil once none is left.
     @inline(__always)
-    func takeFront() -> Int? {
+    func take(fromBack: Bool) -> Int? {
         var s = bounds.load(ordering: .relaxed)
         while true {
             let front = s & 0xFFFF_FFFF, back = s >> 32
             if front >= back { return nil }
-            let (done, now) = bounds.compareExchange(expected: s, desired: s + 1, ordering: .relaxed)
-            if done { return front }
-            s = now
-        }
-    }
-
-    @inline(__always)
-    func takeBack() -> Int? {
-        var s = bounds.load(ordering: .relaxed)
-        while true {
-            let front = s & 0xFFFF_FFFF, back = s >> 32
-            if front >= back { return nil }
-            let (done, now) = bounds.compareExchange(expected: s, desired: front | (back - 1) << 32, ordering: .relaxed)
-            if done { return back - 1 }
+            let desired = fromBack ? front | (back - 1) << 32 : s + 1
+            let (done, now) = bounds.compareExchange(expected: s, desired: desired, ordering: .relaxed)
+            if done { return fromBack ? back - 1 : front }
             s = now
         }
     }
