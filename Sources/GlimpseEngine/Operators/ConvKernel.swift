@@ -71,9 +71,10 @@ struct ConvKernel: Kernel {
         let rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
         let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
         let splitRows = images < threads * 2 && rowChunks >= threads
-        let chunks = images >= threads * 2 ? 1
-            : splitRows ? min(rowChunks, max(1, (threads * Self.tasksPerThread + images - 1) / images))
-            : min(panels, max(1, (threads * Self.tasksPerThread + images - 1) / images))
+        // One task per image when there are enough of them, else enough runs per image for
+        // `tasksPerThread` tasks per thread.
+        let perImage = max(1, (threads * Self.tasksPerThread + images - 1) / images)
+        let chunks = images >= threads * 2 ? 1 : min(splitRows ? rowChunks : panels, perImage)
         pool.parallelTasks(images * chunks) { task, thread in
             let scratch = workspace + thread * scratchPerThread
             let image = task / chunks, chunk = task % chunks
@@ -192,6 +193,7 @@ struct ConvKernel: Kernel {
         let columns = workspace + threads * scratchPerThread
         let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
         let splitRows = rowChunks >= threads
+        let units = splitRows ? rowTiles : panels
         let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
         for b in 0..<batch {
             for grp in 0..<group {
@@ -205,7 +207,7 @@ struct ConvKernel: Kernel {
                     }
                 }
                 pool.parallelTasks(chunks) { chunk, thread in
-                    let part = ((splitRows ? rowTiles : panels) * chunk / chunks)..<((splitRows ? rowTiles : panels) * (chunk + 1) / chunks)
+                    let part = (units * chunk / chunks)..<(units * (chunk + 1) / chunks)
                     if !splitRows {
                         Im2colMatrix.fill(input: src, geometry: g, rows: 0..<k,
                                           columns: (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr),

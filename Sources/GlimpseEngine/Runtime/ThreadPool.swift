@@ -8,12 +8,11 @@ import Synchronization
 /// core's cache) and let a thread that runs out take the last indices of another's share. A worker
 /// that joins late (still waking up, or descheduled) thus simply runs fewer of them. Workers spin
 /// briefly after each job (so the ~50 parallel regions of one inference do not each pay a futex
-/// wake-up) and then sleep. The caller
-/// never waits for a worker that has not joined the job yet: when the caller has taken the last
-/// index it closes the job and waits only for workers still running an index, so a worker that
-/// is descheduled (machine oversubscribed) or still waking up costs nothing. If another caller is
-/// already using the pool, the call runs serially on its own thread instead of waiting, so
-/// concurrent `run` calls never block each other.
+/// wake-up) and then sleep. The caller never waits for a worker that has not joined the job yet:
+/// when the caller has taken the last index it closes the job and waits only for workers still
+/// running an index, so a worker that is descheduled (machine oversubscribed) or still waking up
+/// costs nothing. If another caller is already using the pool, the call runs serially on its own
+/// thread instead of waiting, so concurrent `run` calls never block each other.
 public final class ThreadPool: @unchecked Sendable {
     public let threads: Int
     private let state: PoolState
@@ -68,7 +67,6 @@ final class PoolState: @unchecked Sendable {
     private let shutdown = Atomic<Bool>(false)
     private let condition = NSCondition()
     private var job: ((Int, Int) -> Void)?
-    private var jobCount = 0
 
     init(threads: Int) {
         self.threads = threads
@@ -115,7 +113,6 @@ final class PoolState: @unchecked Sendable {
         }
         withoutActuallyEscaping(body) { escaping in
             job = escaping
-            jobCount = count
             for t in 0..<threads { shares[t].reset(count * t / threads..<count * (t + 1) / threads) }
             condition.lock()
             let g = generation.load(ordering: .relaxed) + 1
@@ -123,7 +120,7 @@ final class PoolState: @unchecked Sendable {
             generation.store(g, ordering: .sequentiallyConsistent)
             condition.broadcast()
             condition.unlock()
-            drain(escaping, count, thread: 0)
+            drain(escaping, thread: 0)
             // Close the job, then wait only for workers that joined before it closed.
             openGeneration.store(-1, ordering: .sequentiallyConsistent)
             while active.load(ordering: .sequentiallyConsistent) > 0 { spinHint() }
@@ -135,7 +132,7 @@ final class PoolState: @unchecked Sendable {
     /// Runs the thread's own share from its front, then what is left of the other shares from
     /// their backs (what their owners would reach last).
     @inline(__always)
-    private func drain(_ body: (Int, Int) -> Void, _ count: Int, thread: Int) {
+    private func drain(_ body: (Int, Int) -> Void, thread: Int) {
         while let i = shares[thread].take(fromBack: false) { body(i, thread) }
         for step in 1..<threads {
             let share = shares[(thread + step) % threads]
@@ -163,7 +160,7 @@ final class PoolState: @unchecked Sendable {
             if shutdown.load(ordering: .acquiring) { return }
             active.add(1, ordering: .sequentiallyConsistent)
             if openGeneration.load(ordering: .sequentiallyConsistent) == current, let body = job {
-                drain(body, jobCount, thread: thread)
+                drain(body, thread: thread)
             }
             active.subtract(1, ordering: .sequentiallyConsistent)
         }
