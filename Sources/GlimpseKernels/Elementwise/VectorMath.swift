@@ -1,24 +1,30 @@
-/// Vectorized transcendental functions for activations (SIMD16, no libm calls).
-///
-/// `simdExp`: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r
-/// (relative error ≈ 2e-7) and 2^n built in the exponent bits. Inputs are clamped to
-/// [-87.3, 88.7] (results saturate to ~1e-38 / ~3e38 instead of 0 / inf).
+/// Vectorized transcendental functions for activations (SIMD16, no libm calls). Every multiply-add
+/// is written as `addingProduct` so it compiles to one FMA: Swift does not contract `a * b + c`.
+
+/// e^x: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r (relative
+/// error ≈ 2e-7) and 2^n built in the exponent bits. Inputs are clamped to [-87.3, 88.7] (results
+/// saturate to ~1e-38 / ~3e38 instead of 0 / inf).
 @_transparent
-public func simdExp(_ x0: SIMD16<Float>) -> SIMD16<Float> {
-    let x = simdClamp(x0, SIMD16(repeating: -87.3), SIMD16(repeating: 88.7))
-    // Round x·log2(e) to the nearest integer (ties to even) with the 1.5·2^23 magic add: one vaddps
+public func simdExp(_ x: SIMD16<Float>) -> SIMD16<Float> {
+    simdExpInRange(simdClamp(x, SIMD16(repeating: -87.3), SIMD16(repeating: 88.7)))
+}
+
+/// e^x for x already within [-87.3, 88.7] (see `simdExp`).
+@_transparent
+public func simdExpInRange(_ x: SIMD16<Float>) -> SIMD16<Float> {
+    // Round x·log2(e) to the nearest integer (ties to even) with the 1.5·2^23 magic add: one FMA
     // instead of a scalarized `rounded`. The low mantissa bits of `biased` then hold n + 127.
-    let biased = x * 1.442_695_04 + (12_582_912.0 + 127)
-    let n = biased - (12_582_912.0 + 127)
-    var r = x - n * 0.693_145_75
-    r = r - n * 1.428_606_8e-6
-    var p = SIMD16<Float>(repeating: 1.0 / 720)
-    p = p * r + 1.0 / 120
-    p = p * r + 1.0 / 24
-    p = p * r + 1.0 / 6
-    p = p * r + 0.5
-    p = p * r + 1
-    p = p * r + 1
+    let magic = SIMD16<Float>(repeating: 12_582_912.0 + 127)
+    let biased = magic.addingProduct(x, SIMD16(repeating: 1.442_695_04))
+    let n = biased - magic
+    var r = x.addingProduct(n, SIMD16(repeating: -0.693_145_75))
+    r = r.addingProduct(n, SIMD16(repeating: -1.428_606_8e-6))
+    var p = SIMD16<Float>(repeating: 1.0 / 120).addingProduct(SIMD16(repeating: 1.0 / 720), r)
+    p = SIMD16(repeating: 1.0 / 24).addingProduct(p, r)
+    p = SIMD16(repeating: 1.0 / 6).addingProduct(p, r)
+    p = SIMD16(repeating: 0.5).addingProduct(p, r)
+    p = SIMD16(repeating: 1).addingProduct(p, r)
+    p = SIMD16(repeating: 1).addingProduct(p, r)
     // 2^n: shift n + 127 into the exponent.
     let bits = unsafeBitCast(biased, to: SIMD16<Int32>.self) &<< 23
     return p * unsafeBitCast(bits, to: SIMD16<Float>.self)
@@ -28,20 +34,21 @@ public func simdExp(_ x0: SIMD16<Float>) -> SIMD16<Float> {
 /// 2e-35 of 0 or 1), so the denominator stays in [1, 6e34] where `simdReciprocalPositive` holds.
 @_transparent
 public func simdSigmoid(_ x: SIMD16<Float>) -> SIMD16<Float> {
-    simdReciprocalPositive(1 + simdExp(simdClamp(-x, SIMD16(repeating: -80), SIMD16(repeating: 80))))
+    simdReciprocalPositive(1 + simdExpInRange(simdClamp(-x, SIMD16(repeating: -80), SIMD16(repeating: 80))))
 }
 
 /// 1 / d for positive normal d up to about 1e37, without `vdivps` (a zmm division issues once per
 /// 16 cycles on this CPU, more than the whole swish epilogue around it): an exponent-flip first
 /// guess (relative error < 13 %) refined by three Newton steps y ← y·(2 − d·y), each squaring the
-/// error (1.6e-2, 2.6e-4, 7e-8, then float rounding).
+/// error (1.6e-2, 2.6e-4, 7e-8, then float rounding): one FMA and one multiply each.
 @_transparent
 public func simdReciprocalPositive(_ d: SIMD16<Float>) -> SIMD16<Float> {
     let guess = SIMD16<Int32>(repeating: 0x7EF3_11C7) &- unsafeBitCast(d, to: SIMD16<Int32>.self)
     var y = unsafeBitCast(guess, to: SIMD16<Float>.self)
-    y = y * (2 - d * y)
-    y = y * (2 - d * y)
-    y = y * (2 - d * y)
+    let two = SIMD16<Float>(repeating: 2), minusD = -d
+    y = y * two.addingProduct(minusD, y)
+    y = y * two.addingProduct(minusD, y)
+    y = y * two.addingProduct(minusD, y)
     return y
 }
 

@@ -100,7 +100,7 @@ struct GemmRegisterFinish {
         upper = SIMD16(repeating: epilogue?.upperBound ?? 0)
     }
 
-    @inline(__always)
+    @_transparent
     func row(_ v0: SIMD16<Float>, _ v1: SIMD16<Float>, _ r: Int) {
         let dst = UnsafeMutableRawPointer(c + r &* ldc)
         var a = v0, b = v1
