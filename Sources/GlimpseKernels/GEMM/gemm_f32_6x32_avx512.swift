@@ -25,6 +25,20 @@ public func gemm_f32_6x32_avx512(
     var ap = UnsafeRawPointer(a)
     var bp = UnsafeRawPointer(b)
     var k = kc
+    // A column tail of at most 16 (a 13×13 plane's 169 columns end in 9) needs only the panel's first
+    // half: half the FMAs, and the second accumulator of each row stays zero.
+    while cols <= 16 && k > 0 {
+        let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
+        c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
+        c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
+        c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
+        c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
+        c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
+        c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
+        ap += 24
+        bp += 128
+        k -= 1
+    }
     while k > 0 {
         let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
         let b1 = bp.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
