@@ -149,13 +149,13 @@ public struct RowPool {
         }
     }
 
-    /// Floats p[0], p[2], …, p[30]: the low halves of 16 64-bit lanes, narrowed (two `vpmovqd`).
-    /// Odd taps read from p + 1. (The standard library's `evenHalf` goes through the stack lane by
-    /// lane, and choosing between even and odd halves at run time made the compiler gather lanes.)
+    /// Floats p[0], p[2], …, p[30]: the even halves of two vectors, joined (one `vpermt2ps`, as in
+    /// `PhasePlanes.fillStride2Row`). Odd taps read from p + 1.
     @inline(__always)
     static func evenLanes(_ p: UnsafePointer<Float>) -> SIMD16<Float> {
-        let pairs = UnsafeRawPointer(p).loadUnaligned(as: SIMD16<UInt64>.self)
-        return unsafeBitCast(SIMD16<UInt32>(truncatingIfNeeded: pairs), to: SIMD16<Float>.self)
+        let r = UnsafeRawPointer(p)
+        let v0 = r.loadUnaligned(as: SIMD16<Float>.self), v1 = r.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+        return SIMD16(lowHalf: v0.evenHalf, highHalf: v1.evenHalf)
     }
 
     /// The reduction over the window's columns of 16 output columns from `ow`, read from `row`.
