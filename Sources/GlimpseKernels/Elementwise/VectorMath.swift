@@ -1,5 +1,5 @@
-/// Vectorized transcendental functions for activations (SIMD16, no libm calls). Every multiply-add
-/// is written as `addingProduct` so it compiles to one FMA: Swift does not contract `a * b + c`.
+// Vectorized transcendental functions for activations (SIMD16, no libm calls). Every multiply-add
+// is written as `addingProduct` so it compiles to one FMA: Swift does not contract `a * b + c`.
 
 /// e^x: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r (relative
 /// error ≈ 2e-7) and 2^n built in the exponent bits. Inputs are clamped to [-87.3, 88.7] (results
