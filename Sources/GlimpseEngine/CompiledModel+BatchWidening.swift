@@ -4,8 +4,8 @@ import GlimpseTensor
 ///
 /// A graph that declares a fixed batch of 1 is rewritten by `WidenBatch`, planned at batch 2 and run
 /// on two deterministic pseudo-random items; each item of the batch-2 result must match a batch-1 run
-/// of the original graph on that item (max |Δ| ≤ 1e-5 × max |reference|, NaN where the reference has
-/// NaN). Anything else, including a plan that cannot be built, leaves the model at fixed batch 1.
+/// of the original graph on that item (`checkItemsIndependent`). Anything else, including a plan
+/// that cannot be built, leaves the model at fixed batch 1.
 /// Cost at load: a batch-2 plan (kept for later batch-2 runs), one batch-2 run and two batch-1 runs;
 /// the batch-1 runs are skipped when the batch-2 items come out identical (the check could not
 /// tell a mixed batch from a right one, so it refuses).
@@ -23,32 +23,45 @@ extension CompiledModel {
         let wide = WidenBatch.widened(graph, batchOneTypes: batchOne.types)
         let batch = wideningCheckBatch
         guard let plan = try? ExecutionPlan(graph: wide, batch: batch, threads: threads) else { return nil }
-        // Every output must be batch-major: [1, rest...] at batch 1 and [batch, rest...] at batch.
+        guard checkItemsIndependent(batch: plan, batchOne: batchOne, inputTypes: graph.inputs.map { $0.spec.dtype },
+                               pool: pool) else { return nil }
+        return (wide, plan)
+    }
+
+    /// The check shared by widening and batch splitting: `plan` (batch ≥ 2) and `batchOne` are run on
+    /// deterministic pseudo-random items, and each item of the batch result must match the batch-1
+    /// run of that item (max |Δ| ≤ `wideningTolerance` × max |reference|, NaN where the reference has
+    /// NaN). When the items come out identical the check cannot tell a batch that swaps or mixes
+    /// items from a right one, so it refuses. Outputs must be batch-major, inputs float32 buffers.
+    static func checkItemsIndependent(batch plan: ExecutionPlan, batchOne: ExecutionPlan, inputTypes: [DType],
+                                 pool: ThreadPool) -> Bool
+    {
+        let batch = plan.batch
+        guard batch >= 2, batchOne.batch == 1, inputTypes.count == batchOne.inputTensors.count else { return false }
         for (one, many) in zip(batchOne.outputTensors, plan.outputTensors) {
             let d1 = one.shape.dims, dn = many.shape.dims
-            guard d1.first == 1, dn.first == batch, d1.dropFirst() == dn.dropFirst() else { return nil }
+            guard d1.first == 1, dn.first == batch, d1.dropFirst() == dn.dropFirst() else { return false }
         }
         guard batchOne.inputTensors.count == plan.inputTensors.count,
               zip(batchOne.inputTensors, plan.inputTensors).allSatisfy({ $0.0.count * batch == $0.1.count }),
               batchOne.inputTensors.allSatisfy({ $0.dtype == .float32 }),
-              plan.inputTensors.allSatisfy({ $0.dtype == .float32 }) else { return nil }
+              plan.inputTensors.allSatisfy({ $0.dtype == .float32 }) else { return false }
 
         var random = SplitMix64(seed: 0x9E37_79B9_7F4A_7C15)
         let items: [[[Float]]] = (0..<batch).map { _ in
-            zip(graph.inputs, batchOne.inputTensors).map { input, t in
+            zip(inputTypes, batchOne.inputTensors).map { dtype, t in
                 (0..<t.count).map { _ in
                     let v = random.nextFloat() * 2 - 1
-                    return input.spec.dtype == .float16 ? Float(Float16(v)) : v
+                    return dtype == .float16 ? Float(Float16(v)) : v
                 }
             }
         }
-        // The batch first: when its items come out identical, a batch that swaps or mixes items
-        // would pass unnoticed, so the check gives up before spending the batch-1 runs.
+        // The batch first, so that identical items end the check before the batch-1 runs.
         for (k, item) in items.enumerated() {
             for (values, t) in zip(item, plan.inputTensors) { store(values, into: t, at: k * values.count) }
         }
         plan.execute(pool)
-        let widened: [[ArraySlice<Float>]] = plan.outputTensors.map { out in
+        let batched: [[ArraySlice<Float>]] = plan.outputTensors.map { out in
             let all = out.floats()
             let per = all.count / batch
             return (0..<batch).map { k in all[(k * per)..<((k + 1) * per)] }
@@ -56,19 +69,18 @@ extension CompiledModel {
         func distinguishes(_ outputs: [[ArraySlice<Float>]]) -> Bool {
             outputs.contains { perItem in perItem.dropFirst().contains { !sameBits($0, perItem[0]) } }
         }
-        guard distinguishes(widened) else { return nil }
-        var references = widened.map { _ in [ArraySlice<Float>]() }
+        guard distinguishes(batched) else { return false }
+        var references = batched.map { _ in [ArraySlice<Float>]() }
         for (k, item) in items.enumerated() {
             for (values, t) in zip(item, batchOne.inputTensors) { store(values, into: t, at: 0) }
             batchOne.execute(pool)
             for (o, out) in batchOne.outputTensors.enumerated() {
                 let reference = out.floats()[...]
-                guard matches(widened[o][k], reference) else { return nil }
+                guard matches(batched[o][k], reference) else { return false }
                 references[o].append(reference)
             }
         }
-        guard distinguishes(references) else { return nil }
-        return (wide, plan)
+        return distinguishes(references)
     }
 
     private static func store(_ values: [Float], into t: Tensor, at offset: Int) {

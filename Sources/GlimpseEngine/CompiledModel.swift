@@ -11,10 +11,30 @@ public struct EngineOptions: Sendable {
     /// pseudo-random items and compared with batch-1 runs of the same items. If planning or that
     /// check fails, the model stays fixed at batch 1. See `CompiledModel.widenedBatch`.
     public var widenFixedBatch: Bool
-    public init(threads: Int = 1, widenFixedBatch: Bool = false) {
+    /// How a batch of several items is run: as one batch, or split into single items that run side
+    /// by side, one per thread. See `BatchSplitting`.
+    public var batchSplitting: BatchSplitting
+    public init(threads: Int = 1, widenFixedBatch: Bool = false, batchSplitting: BatchSplitting = .auto) {
         self.threads = max(1, threads)
         self.widenFixedBatch = widenFixedBatch
+        self.batchSplitting = batchSplitting
     }
+}
+
+/// Batch splitting: a batch of n items can run as one batch-n plan, each operator spread over the
+/// threads, or as n batch-1 runs, one per thread at a time, each single-threaded (items left over
+/// after the last full round of threads run one by one on all threads). The split keeps each
+/// item's activations in its own core's cache and needs no synchronisation inside the network;
+/// a whole batch reads each weight once for all items. Which is faster depends on the model.
+/// Splitting is used only for graphs whose items are independent, checked at load (see
+/// `CompiledModel.checkItemsIndependent`).
+public enum BatchSplitting: Sendable, Hashable {
+    /// Time both ways on the first runs of each batch size and keep the faster.
+    case auto
+    /// Always split (when the check at load allows it).
+    case always
+    /// Never split: every batch runs as one.
+    case never
 }
 
 /// Name, shape and element type of a model input or output. A dimension of -1 is dynamic (the batch).
@@ -57,7 +77,13 @@ public final class CompiledModel: @unchecked Sendable {
     public let threads: Int
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
-    private let plans = Mutex<[Int: [ExecutionPlan]]>([:])
+    let plans = Mutex<[Int: [ExecutionPlan]]>([:])
+    /// The batch-splitting policy, and whether the items of a batch were shown independent at load
+    /// (always false for a graph fixed at batch 1).
+    let batchSplitting: BatchSplitting
+    /// True when a batch may run as single items (see `BatchSplitting`).
+    public let itemsIndependent: Bool
+    let splitTuning = Mutex<[SplitTuning.Key: SplitTuning]>([:])
 
     public init(name: String, inputs: [TensorSpec], outputs: [TensorSpec]) {
         self.name = name
@@ -67,6 +93,8 @@ public final class CompiledModel: @unchecked Sendable {
         self.threads = 1
         self.pool = .serial
         self.widenedBatch = false
+        self.batchSplitting = .never
+        self.itemsIndependent = false
     }
 
     /// Compiles an optimized graph: checks it by planning batch 1 (and 2 when the batch is
@@ -87,6 +115,16 @@ public final class CompiledModel: @unchecked Sendable {
         }
         self.graph = compiled
         self.widenedBatch = compiled !== graph
+        self.batchSplitting = options.batchSplitting
+        // A widened graph passed the same check on the way; a dynamic one is checked here.
+        if widenedBatch {
+            itemsIndependent = true
+        } else if dynamic, options.batchSplitting != .never, let plan2 {
+            itemsIndependent = Self.checkItemsIndependent(batch: plan2, batchOne: plan1,
+                                                     inputTypes: graph.inputs.map { $0.spec.dtype }, pool: pool)
+        } else {
+            itemsIndependent = false
+        }
         self.inputs = compiled.inputs.map { $0.spec }
         var outSpecs: [TensorSpec] = []
         for (i, out) in graph.outputs.enumerated() {
@@ -124,10 +162,19 @@ public final class CompiledModel: @unchecked Sendable {
             }
         }
         guard batch >= 1 else { throw EngineError("\(name): empty batch") }
+        let pool = parallel ? self.pool : .serial
+        guard batch > 1, itemsIndependent, batchSplitting != .never else {
+            return try runWhole(inputs, batch: batch, pool: pool)
+        }
+        return try runSplittable(inputs, batch: batch, pool: pool)
+    }
+
+    /// Runs the batch as one, on a plan for its size.
+    func runWhole(_ inputs: [Tensor], batch: Int, pool: ThreadPool) throws -> [Tensor] {
         let plan = try takePlan(batch: batch)
         defer { plans.withLock { $0[batch, default: []].append(plan) } }
         for (t, dst) in zip(inputs, plan.inputTensors) { TensorConversion.copy(t, into: dst) }
-        plan.execute(parallel ? pool : .serial)
+        plan.execute(pool)
         return zip(plan.outputTensors, graph.outputs).map { src, out in
             let result = Tensor(shape: src.shape, dtype: out.dtype)
             TensorConversion.copy(src, into: result)
@@ -135,7 +182,7 @@ public final class CompiledModel: @unchecked Sendable {
         }
     }
 
-    private func takePlan(batch: Int) throws -> ExecutionPlan {
+    func takePlan(batch: Int) throws -> ExecutionPlan {
         if let plan = plans.withLock({ $0[batch]?.popLast() }) { return plan }
         return try ExecutionPlan(graph: graph, batch: batch, threads: threads)
     }
@@ -143,6 +190,20 @@ public final class CompiledModel: @unchecked Sendable {
 
 /// float32 / float16 copies between user tensors and plan buffers.
 enum TensorConversion {
+    /// Copies item `item` of the batch `src` into the single-item `dst`.
+    static func copy(_ src: Tensor, item: Int, into dst: Tensor) {
+        let view = Tensor(shape: dst.shape, dtype: src.dtype, storage: src.storage,
+                          byteOffset: src.byteOffset + item * dst.count * src.dtype.byteSize)
+        copy(view, into: dst)
+    }
+
+    /// Copies the single-item `src` into item `item` of the batch `dst`.
+    static func copy(_ src: Tensor, into dst: Tensor, item: Int) {
+        let view = Tensor(shape: src.shape, dtype: dst.dtype, storage: dst.storage,
+                          byteOffset: dst.byteOffset + item * src.count * dst.dtype.byteSize)
+        copy(src, into: view)
+    }
+
     static func copy(_ src: Tensor, into dst: Tensor) {
         let n = min(src.count, dst.count)
         switch (src.dtype, dst.dtype) {

@@ -7,12 +7,18 @@ import XCTest
 /// Parity of every shared model with onnxruntime's outputs (reference/*/output.npy and
 /// structure/*_output_0.pb), within 1e-4 relative (max-abs-diff / max-abs-reference).
 final class AllModelsParityTests: XCTestCase {
+    /// The reference inputs hold 2 to 4 items. They run as one batch (`.never`, the batch kernels and
+    /// their split over threads) unless `splitting` says otherwise.
     func reference(_ model: String, _ ref: String, threads: Int = 1, tolerance: Float = 1e-4,
+                   splitting: BatchSplitting = .never,
                    file: StaticString = #filePath, line: UInt = #line) throws {
-        let m = try ONNXLoader.load(path: try SharedData.path("models/\(model)"), options: EngineOptions(threads: threads))
+        let options = EngineOptions(threads: threads, batchSplitting: splitting)
+        let m = try ONNXLoader.load(path: try SharedData.path("models/\(model)"), options: options)
         let input = try SharedData.npy("reference/\(ref)/input.npy")
         let expected = try SharedData.npy("reference/\(ref)/output.npy")
         let out = try m.run([input])[0]
+        XCTAssertEqual(m.splitsBatches(of: input.shape[0], threads: threads), splitting == .always,
+                       "\(model): batch split as asked", file: file, line: line)
         XCTAssertEqual(out.shape, expected.shape, file: file, line: line)
         let err = relativeError(out.floats(), expected.floats())
         print("parity \(model): \(err)")
@@ -31,6 +37,13 @@ final class AllModelsParityTests: XCTestCase {
     /// Two threads: the fire modules' concatenations are written in place at batch 1.
     func testArchSqueezeNetTwoThreads() throws { try reference("arch/squeezenet1_1.onnx", "arch-squeezenet1_1", threads: 2) }
     func testMobileNetV2Int8() throws { try reference("mobilenetv2-int8.onnx", "mobilenetv2-int8") }
+    /// Batches split into single items, one per thread (`BatchSplitting.always`).
+    func testArchEfficientNetB0SplitBatch() throws {
+        try reference("arch/efficientnet_b0.onnx", "arch-efficientnet_b0", threads: 2, splitting: .always)
+    }
+    func testMobileNetV2Int8SplitBatch() throws {
+        try reference("mobilenetv2-int8.onnx", "mobilenetv2-int8", threads: 2, splitting: .always)
+    }
 
     func structure(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let m = try ONNXLoader.load(path: try SharedData.path("models/structure/\(name).onnx"))

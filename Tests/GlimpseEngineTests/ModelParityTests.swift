@@ -7,10 +7,12 @@ import XCTest
 
 /// End-to-end parity with onnxruntime's reference outputs in ../shared/reference.
 final class ModelParityTests: XCTestCase {
-    /// Runs `model` on reference/<ref>/input.npy and compares with output.npy.
+    /// Runs `model` on reference/<ref>/input.npy (several items, run as one batch) and compares with
+    /// output.npy.
     func checkReference(model: String, reference: String, threads: Int = 1, tolerance: Float = 1e-4,
                         file: StaticString = #filePath, line: UInt = #line) throws -> Float {
-        let compiled = try ONNXLoader.load(path: try SharedData.path("models/\(model)"), options: EngineOptions(threads: threads))
+        let options = EngineOptions(threads: threads, batchSplitting: .never)
+        let compiled = try ONNXLoader.load(path: try SharedData.path("models/\(model)"), options: options)
         let input = try SharedData.npy("reference/\(reference)/input.npy")
         let expected = try SharedData.npy("reference/\(reference)/output.npy")
         let out = try compiled.run([input])
@@ -37,7 +39,8 @@ final class ModelParityTests: XCTestCase {
 
     /// Batch items are independent: item i of a batch equals a batch of one.
     func testBatchMatchesSingleItems() throws {
-        let m = try ONNXLoader.load(path: try SharedData.path("models/squeezenet1.1.onnx"))
+        let m = try ONNXLoader.load(path: try SharedData.path("models/squeezenet1.1.onnx"),
+                                    options: EngineOptions(batchSplitting: .never))
         let input = try SharedData.npy("reference/squeezenet1.1/input.npy")
         let batch = try m.run([input])[0]
         let one = Tensor(shape: [1, 3, 224, 224], dtype: .float32)
@@ -49,7 +52,8 @@ final class ModelParityTests: XCTestCase {
     /// The same with residual adds, 7×7 planes (batch folded into the 1×1 GEMMs, tiles straddling
     /// images) and depthwise layers: MobileNetV2, batch of 3 distinct images.
     func testBatchMatchesSingleItemsWithFoldedPointwise() throws {
-        let m = try ONNXLoader.load(path: try SharedData.path("models/arch/mobilenet_v2.onnx"))
+        let m = try ONNXLoader.load(path: try SharedData.path("models/arch/mobilenet_v2.onnx"),
+                                    options: EngineOptions(batchSplitting: .never))
         let input = Tensor(shape: [3, 3, 224, 224], dtype: .float32)
         for i in 0..<input.count { input.f32[i] = Float((i * 7919) % 1000) / 500 - 1 }
         let batch = try m.run([input])[0]

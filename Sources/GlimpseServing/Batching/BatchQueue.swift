@@ -14,11 +14,20 @@ protocol BatchModel: AnyObject, Sendable {
     var threads: Int { get }
     /// Runs a batch; `parallel: false` keeps it on the calling thread.
     func run(_ inputs: [Tensor], parallel: Bool) throws -> [Tensor]
+    /// Runs of one batch size before its time is steady: the engine times splitting a batch into
+    /// single items against running it whole on its first runs (`BatchSplitting.auto`).
+    var warmUpRuns: Int { get }
     /// CPU time consumed so far by the model's own engine threads (besides the calling thread).
     func engineThreadsCPUNanos() -> UInt64
 }
 
-extension CompiledModel: BatchModel {}
+extension BatchModel {
+    var warmUpRuns: Int { 1 }
+}
+
+extension CompiledModel: BatchModel {
+    var warmUpRuns: Int { Self.batchSplitTrialRuns }
+}
 
 /// What one batch cost, for metrics and energy.
 struct BatchCost: Sendable {
@@ -79,7 +88,8 @@ final class BatchQueue: @unchecked Sendable {
     }
 
     /// Warms the model up and calibrates the queue before it takes traffic. Every batch size it may
-    /// form is run once to warm up (plans, caches), then timed twice (the faster run counts) the way
+    /// form is run to warm up (plans, caches, and the engine's choice to split batches or not), then
+    /// timed twice (the faster run counts) the way
     /// it runs under load: on one thread when there are several workers, since busy workers each keep
     /// to their own. With several workers and engine threads, a batch of one is also timed on all the
     /// threads. The scheduler seeds its latency model from these times and picks the batch size with
@@ -94,7 +104,7 @@ final class BatchQueue: @unchecked Sendable {
         let loadedParallel = workers == 1
         func time(_ n: Int, parallel: Bool) throws -> UInt64 {
             let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
-            _ = try model.run([input], parallel: parallel)
+            for _ in 0..<(n > 1 ? model.warmUpRuns : 1) { _ = try model.run([input], parallel: parallel) }
             var best = UInt64.max
             for _ in 0..<2 {
                 let start = monotonicNanos()

@@ -1,7 +1,11 @@
 // Glimpse engine benchmark runner (no test framework, no server dependencies).
 //
-// Usage: bench-engine [--seconds S] [--batches 1,8,32] [--threads 1,2] [--widen] MODEL.onnx...
-// Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak.
+// Usage: bench-engine [--seconds S] [--batches 1,8,32] [--threads 1,2] [--widen]
+//                     [--split auto|always|never] MODEL.onnx...
+// Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak, and
+// split (how batches of several items ran: "split" into single items, "whole", or "-").
+// --split sets `EngineOptions.batchSplitting` (default auto: the engine times both ways on its first
+// runs of each batch size, which the warm-up covers).
 // --widen loads with `EngineOptions.widenFixedBatch`, so fixed-batch-1 models that pass the check
 // at load run every batch size (otherwise they are measured at batch 1 only).
 import Foundation
@@ -13,6 +17,7 @@ var batches = [1, 8, 32]
 var threadCounts = [1, 2]
 var seconds = 2.0
 var widen = false
+var splitting = BatchSplitting.auto
 var models: [String] = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
@@ -22,6 +27,12 @@ while let a = args.first {
     case "--threads": threadCounts = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
     case "--widen": widen = true
+    case "--split":
+        switch args.popFirst() {
+        case "always": splitting = .always
+        case "never": splitting = .never
+        default: splitting = .auto
+        }
     default: models.append(a)
     }
 }
@@ -67,7 +78,7 @@ for path in models {
     for threads in threadCounts {
         let model: CompiledModel
         do {
-            model = try ONNXLoader.load(path: path, options: EngineOptions(threads: threads, widenFixedBatch: widen))
+            model = try ONNXLoader.load(path: path, options: EngineOptions(threads: threads, widenFixedBatch: widen, batchSplitting: splitting))
         } catch {
             print("{\"model\": \"\(path)\", \"error\": \"\(error)\"}")
             continue
@@ -89,7 +100,7 @@ for path in models {
                 return t
             }
             do {
-                for _ in 0..<3 { _ = try model.run(inputs) }
+                for _ in 0..<max(3, CompiledModel.batchSplitTrialRuns + 1) { _ = try model.run(inputs) }
                 var times: [Double] = []
                 let start = now()
                 while (now() - start < seconds || times.count < 5) && times.count < 2000 {
@@ -101,9 +112,10 @@ for path in models {
                 let median = times[times.count / 2]
                 let gflops = Double(model.flopsPerImage * batch) / median / 1e9
                 let pct = gflops / (peakPerCore * Double(threads)) * 100
-                print(String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d}",
+                let split = model.splitsBatches(of: batch, threads: threads).map { $0 ? "split" : "whole" } ?? "-"
+                print(String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\"}",
                              (path as NSString).lastPathComponent, batch, threads, median * 1000, Double(batch) / median,
-                             gflops, pct, times.count))
+                             gflops, pct, times.count, split))
                 fflush(stdout)
             } catch {
                 print("{\"model\": \"\(path)\", \"error\": \"\(error)\"}")

@@ -1,0 +1,103 @@
+import GlimpseTensor
+
+/// Batch splitting, the run half (`BatchSplitting`): a batch runs either whole or as single items
+/// side by side, and under `.auto` the first runs of each batch size time both ways.
+extension CompiledModel {
+    /// Runs of one batch size that `.auto` spends timing both ways (a benchmark's warm-up covers them).
+    public static let batchSplitTrialRuns = SplitTuning.trialRuns
+
+    /// The way batches of `batch` items run on `threads` threads, once `.auto` has timed both:
+    /// true when split into single items, false when run whole (always so when the items were not
+    /// shown independent at load), nil while undecided or for a batch of one.
+    public func splitsBatches(of batch: Int, threads: Int) -> Bool? {
+        guard batch > 1 else { return nil }
+        guard itemsIndependent else { return false }
+        switch batchSplitting {
+        case .always: return true
+        case .never: return false
+        case .auto: return splitTuning.withLock { $0[SplitTuning.Key(batch: batch, threads: threads)]?.decision }
+        }
+    }
+
+    /// Runs a batch of several independent items the way the policy picks.
+    func runSplittable(_ inputs: [Tensor], batch: Int, pool: ThreadPool) throws -> [Tensor] {
+        if batchSplitting == .always { return try runSplit(inputs, batch: batch, pool: pool) }
+        let key = SplitTuning.Key(batch: batch, threads: pool.threads)
+        let (split, timed) = splitTuning.withLock { $0[key, default: SplitTuning()].nextRun() }
+        guard timed else {
+            return try split ? runSplit(inputs, batch: batch, pool: pool) : runWhole(inputs, batch: batch, pool: pool)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let outputs = try split ? runSplit(inputs, batch: batch, pool: pool) : runWhole(inputs, batch: batch, pool: pool)
+        let elapsed = clock.now - start
+        splitTuning.withLock { $0[key, default: SplitTuning()].record(split: split, elapsed: elapsed) }
+        return outputs
+    }
+
+    /// Runs the items on batch-1 plans: full rounds side by side, one single-threaded item per
+    /// thread; the items left over one after another, each on all threads.
+    func runSplit(_ inputs: [Tensor], batch: Int, pool: ThreadPool) throws -> [Tensor] {
+        let lanes = min(pool.threads, batch)
+        let sideBySide = batch / lanes * lanes
+        var taken: [ExecutionPlan] = []
+        defer { plans.withLock { $0[1, default: []].append(contentsOf: taken) } }
+        for _ in 0..<lanes { taken.append(try takePlan(batch: 1)) }
+        let results: [Tensor] = zip(taken[0].outputTensors, graph.outputs).map { one, out in
+            var dims = one.shape.dims
+            dims[0] = batch
+            return Tensor(shape: Shape(dims), dtype: out.dtype)
+        }
+        func runItem(_ item: Int, on plan: ExecutionPlan, pool: ThreadPool) {
+            for (t, dst) in zip(inputs, plan.inputTensors) { TensorConversion.copy(t, item: item, into: dst) }
+            plan.execute(pool)
+            for (src, dst) in zip(plan.outputTensors, results) { TensorConversion.copy(src, into: dst, item: item) }
+        }
+        pool.parallelTasks(sideBySide) { item, thread in runItem(item, on: taken[thread], pool: .serial) }
+        for item in sideBySide..<batch { runItem(item, on: taken[0], pool: pool) }
+        return results
+    }
+}
+
+/// `.auto`'s trial for one batch size and thread count. Runs alternate split and whole until each
+/// way has `timedRunsPerWay` timed runs; the way with the shorter best run is kept. The first run
+/// of each way is not timed: it builds plans and first touches their memory.
+struct SplitTuning: Sendable {
+    struct Key: Hashable, Sendable {
+        var batch: Int
+        var threads: Int
+    }
+
+    static let timedRunsPerWay = 3
+    /// Runs of one batch size before the choice is fixed (when runs do not overlap).
+    static let trialRuns = 2 * (timedRunsPerWay + 1)
+
+    private var started = 0
+    private var bestSplit: Duration?
+    private var bestWhole: Duration?
+    private var timedSplit = 0
+    private var timedWhole = 0
+    private(set) var decision: Bool?
+
+    /// The way the next run goes, and whether it is timed.
+    mutating func nextRun() -> (split: Bool, timed: Bool) {
+        if let decision { return (decision, false) }
+        defer { started += 1 }
+        return (started % 2 == 0, started >= 2)
+    }
+
+    mutating func record(split: Bool, elapsed: Duration) {
+        guard decision == nil else { return }
+        if split {
+            bestSplit = min(bestSplit ?? elapsed, elapsed)
+            timedSplit += 1
+        } else {
+            bestWhole = min(bestWhole ?? elapsed, elapsed)
+            timedWhole += 1
+        }
+        if timedSplit >= Self.timedRunsPerWay, timedWhole >= Self.timedRunsPerWay,
+           let bestSplit, let bestWhole {
+            decision = bestSplit < bestWhole
+        }
+    }
+}
