@@ -82,6 +82,31 @@ final class GemmKernelTests: XCTestCase {
         }
     }
 
+    /// One row times packed B (fully connected layers at batch 1): four panels side by side and the
+    /// single-panel remainder, column tails, K with and without a multiple of 4, the panels cut in
+    /// two ranges as two threads would, with a column bias, column scale and clamp.
+    func testRowTimesPackedBMatchesReference() {
+        var rng = TestRandom(seed: 41)
+        for i in 0..<24 {
+            let n = rng.int(1...300), k = i % 3 == 0 ? rng.int(1...7) : rng.int(8...700)
+            let x = AlignedBuffer(rng.floats(k)), b = AlignedBuffer(rng.floats(k * n))
+            let colBias = AlignedBuffer(rng.floats(n) + [Float](repeating: 0, count: 16))
+            let colScale = AlignedBuffer(rng.floats(n).map { 0.5 + abs($0) } + [Float](repeating: 0, count: 16))
+            let ep = GemmEpilogue(colBias: colBias.pointer, colScale: colScale.pointer, lowerBound: -0.4, upperBound: 3)
+            let packedB = AlignedBuffer(GemmPacking.packedBCount(n: n, k: k))
+            GemmPacking.packB(b.pointer, k: k, n: n, rowStride: n, colStride: 1, into: packedB.pointer)
+            let y = AlignedBuffer(n + 32), ref = AlignedBuffer(n)
+            for j in n..<(n + 32) { y.pointer[j] = 99 }
+            let panels = GemmDriver.panelCount(n: n), cut = rng.int(0...panels)
+            for range in [0..<cut, cut..<panels] {
+                GemvRowPacked.run(k: k, n: n, x: x.pointer, packedB: packedB.pointer, y: y.pointer, epilogue: ep, panels: range)
+            }
+            gemm_f32_reference(m: 1, n: n, k: k, a: x.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
+            assertClose(Array(y.array[0..<n]), ref.array, tolerance: 1e-5, "n=\(n) k=\(k)")
+            XCTAssertTrue(y.array[n...].allSatisfy { $0 == 99 }, "nothing written past column \(n) (n=\(n) k=\(k))")
+        }
+    }
+
     /// Batch folded into N (1×1 convolutions): tiles that straddle two images store each part in
     /// its own image, with that image's residual, for K within one block and across blocks.
     func testFoldedBatchMatchesPerImageReference() {

@@ -21,12 +21,14 @@ def load(path):
 
 
 glimpse, ort = load(sys.argv[1]), load(sys.argv[2])
-print("| model | batch | threads | Glimpse ms | img/s | GFLOP/s | % of peak | onnxruntime ms | Glimpse/ORT |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| model | batch | threads | batch ran | Glimpse ms | img/s | GFLOP/s | % of peak | onnxruntime ms | Glimpse/ORT |")
+print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
 for key in sorted(glimpse):
     g = glimpse[key]
     gm = statistics.median(r["median_ms"] for r in g)
     gf = statistics.median(r["gflops"] for r in g)
     pct = statistics.median(r["pct_peak"] for r in g)
+    # How the engine ran batches of several items, per round ("split" into single items or "whole").
+    ran = "/".join(r.get("split", "-") for r in g) if key[1] > 1 else "-"
     om = statistics.median(r["median_ms"] for r in ort[key]) if key in ort else float("nan")
-    print(f"| {key[0]} | {key[1]} | {key[2]} | {gm:.2f} | {key[1] / gm * 1000:.1f} | {gf:.1f} | {pct:.1f} | {om:.2f} | {gm / om:.2f} |")
+    print(f"| {key[0]} | {key[1]} | {key[2]} | {ran} | {gm:.2f} | {key[1] / gm * 1000:.1f} | {gf:.1f} | {pct:.1f} | {om:.2f} | {gm / om:.2f} |")

@@ -97,6 +97,20 @@ public final class GemmOp: Operator {
         let scale = scaleTensor.map { UnsafePointer($0.f32) }
         let retained = (packedB, biasTensor, scaleTensor)
         let panels = GemmDriver.panelCount(n: n)
+        if m == 1 {
+            // One row: a matrix-vector product streaming B (`GemvRowPacked`), A read in place.
+            return ClosureKernel { pool in
+                withExtendedLifetime(retained) {
+                    let epilogue = GemmEpilogue(colBias: bias, colScale: scale, roundToInteger: scale != nil,
+                                                lowerBound: act.lower, upperBound: act.upper)
+                    let chunks = min(panels, ctx.threads)
+                    pool.parallelFor(chunks) { c in
+                        GemvRowPacked.run(k: k, n: n, x: src, packedB: bp, y: dst, epilogue: epilogue,
+                                          panels: (panels * c / chunks)..<(panels * (c + 1) / chunks))
+                    }
+                }
+            }
+        }
         return ClosureKernel { pool in
             withExtendedLifetime(retained) {
                 GemmPacking.packA(src, m: m, k: k, rowStride: transA ? 1 : k, colStride: transA ? m : 1, into: packedA)
