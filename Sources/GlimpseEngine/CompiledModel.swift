@@ -78,11 +78,12 @@ public final class CompiledModel: @unchecked Sendable {
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
     let plans = Mutex<[Int: [ExecutionPlan]]>([:])
-    /// The batch-splitting policy, and whether the items of a batch were shown independent at load
-    /// (always false for a graph fixed at batch 1).
+    /// How batches of several items run (`EngineOptions.batchSplitting`).
     let batchSplitting: BatchSplitting
-    /// True when a batch may run as single items (see `BatchSplitting`).
+    /// True when the items of a batch were shown independent at load, so a batch may run as single
+    /// items (always false for a graph fixed at batch 1, and when splitting is `.never`).
     public let itemsIndependent: Bool
+    /// `.auto`'s trial state per batch size and thread count.
     let splitTuning = Mutex<[SplitTuning.Key: SplitTuning]>([:])
 
     public init(name: String, inputs: [TensorSpec], outputs: [TensorSpec]) {
