@@ -45,29 +45,3 @@ struct Params {
         }
     }
 }
-
-/// base64 (standard or URL-safe alphabet, padding optional, `data:` URL prefix and whitespace allowed).
-enum Base64 {
-    static func decode(_ text: String, field: String) throws -> [UInt8] {
-        var s = Substring(text)
-        if s.hasPrefix("data:"), let comma = s.firstIndex(of: ",") {
-            s = s[s.index(after: comma)...]
-        }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(s.utf8.count)
-        for c in s.utf8 {
-            switch c {
-            case 0x20, 0x0A, 0x0D, 0x09: continue
-            case UInt8(ascii: "-"): bytes.append(UInt8(ascii: "+"))
-            case UInt8(ascii: "_"): bytes.append(UInt8(ascii: "/"))
-            default: bytes.append(c)
-            }
-        }
-        while bytes.count % 4 != 0 { bytes.append(UInt8(ascii: "=")) }
-        guard !bytes.isEmpty else { throw RPCError.invalidParams("\"\(field)\" is empty", reason: "bad_base64") }
-        guard let data = Data(base64Encoded: Data(bytes)) else {
-            throw RPCError.invalidParams("\"\(field)\" is not valid base64", reason: "bad_base64")
-        }
-        return [UInt8](data)
-    }
-}
