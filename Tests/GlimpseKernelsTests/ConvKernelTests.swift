@@ -175,6 +175,56 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 30)
     }
 
+    /// `RowDepthwise` against the grouped reference: stride 1 and 2, padding 0 to 2 on each side
+    /// (asymmetric too), outputs narrower than 16 (rows spilling into the next) and 16 wide and
+    /// wider (a last vector overlapping the one before),
+    /// heights from one row up (short row blocks, rows at the top and bottom edges), and planes back
+    /// to back with the tensor-wide readable range, so loads near the buffer's ends take the lane by
+    /// lane path. Epilogues: a clamp alone (the branch-free store), and a residual with swish read
+    /// from the output buffer itself (in place), which the overlapping vector must not apply twice.
+    func testRowDepthwiseMatchesReference() {
+        var rng = TestRandom(seed: 47)
+        var tested = 0
+        for i in 0..<64 {
+            let s = i / 8 % 2 + 1
+            let padTop = rng.int(0...2), padBottom = rng.int(0...2), padLeft = rng.int(0...2), padRight = rng.int(0...2)
+            let ow = [16, 17, 23, 32, 40, 56, 8, 14][i % 8] + (i % 5 == 0 ? rng.int(0...9) : 0) - (i % 8 == 7 ? rng.int(0...6) : 0)
+            let w = (ow - 1) * s + 3 - padLeft - padRight
+            let h = rng.int(max(1, 3 - padTop - padBottom)...12)
+            let oh = (h + padTop + padBottom - 3) / s + 1
+            guard w >= 1, oh >= 1 else { continue }
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: 3, kernelWidth: 3,
+                                 strideH: s, strideW: s, dilationH: 1, dilationW: 1, padTop: padTop, padLeft: padLeft,
+                                 outHeight: oh, outWidth: ow)
+            XCTAssertTrue(RowDepthwise.applies(g), "\(g)")
+            let channels = 3
+            let x = AlignedBuffer(rng.floats(channels * g.inPixels)), wts = AlignedBuffer(rng.floats(channels * 9))
+            let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(channels * g.outPixels))
+            let inPlace = i % 3 == 0
+            let ref = AlignedBuffer(channels * g.outPixels)
+            conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                 geometry: g, groups: channels, outChannelsPerGroup: 1)
+            let out = AlignedBuffer(inPlace ? residual.array : [Float](repeating: .nan, count: channels * g.outPixels))
+            for c in 0..<channels {
+                let start = c * g.inPixels
+                let epilogue = inPlace
+                    ? GemmEpilogue(residual: out.pointer + c * g.outPixels, lowerBound: -1, upperBound: 3, swish: true)
+                    : GemmEpilogue(lowerBound: -0.5, upperBound: 2)
+                RowDepthwise.run(input: x.pointer + start, readable: -start..<(channels * g.inPixels - start),
+                                 weights: wts.pointer + c * 9, bias: bias.pointer[c], geometry: g,
+                                 output: out.pointer + c * g.outPixels, epilogue: epilogue)
+            }
+            let expected = (0..<channels * g.outPixels).map { j -> Float in
+                guard inPlace else { return min(max(ref.pointer[j], -0.5), 2) }
+                let v = min(max(ref.pointer[j] + residual.pointer[j], -1), 3)
+                return v / (1 + Float(Foundation.exp(Double(-v))))
+            }
+            assertClose(out.array, expected, tolerance: 1e-5, "in place \(inPlace) \(g)")
+            tested += 1
+        }
+        XCTAssertGreaterThan(tested, 56)
+    }
+
     /// `RowPool` over every path of its horizontal pass (stride 1 and 2 vectors, lane by lane at
     /// stride 3), with dilation, asymmetric and ceil-mode padding, planes narrower and wider than a
     /// vector, and planes back to back so a whole-vector store at a plane's end cannot run into the next.

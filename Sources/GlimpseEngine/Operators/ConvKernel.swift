@@ -250,6 +250,18 @@ struct ConvKernel: Kernel {
         }
         // Contiguous runs of planes per task (better locality than interleaving).
         let tasks = min(planes, threads * Self.tasksPerThread)
+        if RowDepthwise.applies(g) {
+            let end = batch * channels * g.inPixels
+            pool.parallelTasks(tasks) { task, _ in
+                for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
+                    let c = p % channels, start = p * g.inPixels
+                    RowDepthwise.run(input: input + start, readable: -start..<(end - start), weights: plain + c * taps,
+                                     bias: bias[c], geometry: g, output: output + p * g.outPixels,
+                                     epilogue: epilogue(firstChannel: c, residualAt: p * g.outPixels, residualStride: 0))
+                }
+            }
+            return
+        }
         pool.parallelTasks(tasks) { task, thread in
             let plane = DepthwisePlane(geometry: g, scratch: workspace + thread * scratchPerThread)
             for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
