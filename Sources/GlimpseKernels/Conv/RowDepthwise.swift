@@ -30,9 +30,9 @@ public enum RowDepthwise {
         if epilogue.isRegisterFriendly && epilogue.residual == nil && !epilogue.swish {
             let clamp = ClampStore(output: output, lower: SIMD16(repeating: epilogue.lowerBound),
                                    upper: SIMD16(repeating: epilogue.upperBound))
-            Plane(input: input, readable: readable, weights: weights, bias: bias, geometry: g, out: clamp).run()
+            Plane(input: input, readable: readable, weights: weights, bias: bias, g: g, out: clamp).run()
         } else {
-            Plane(input: input, readable: readable, weights: weights, bias: bias, geometry: g,
+            Plane(input: input, readable: readable, weights: weights, bias: bias, g: g,
                   out: EpilogueStore(output: output, epilogue: epilogue)).run()
         }
     }
@@ -135,17 +135,6 @@ public enum RowDepthwise {
         let bias: Float
         let g: ConvGeometry
         let out: S
-
-        @inline(__always)
-        init(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>, bias: Float,
-             geometry: ConvGeometry, out: S) {
-            self.input = input
-            self.readable = readable
-            self.weights = weights
-            self.bias = bias
-            self.g = geometry
-            self.out = out
-        }
 
         @inline(never)
         func run() {
