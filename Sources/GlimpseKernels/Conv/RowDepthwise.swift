@@ -277,10 +277,10 @@ public enum RowDepthwise {
                     if !full || !wholeStores {
                         rowByRow(p, y0: y0, rows: rows, x: x, previousEnd: x0, masked: !inside)
                     } else if inside {
-                        if s == 1 { fourRows1(p, y0: y0, x: x, previousEnd: x0, Inside()) } else { twoRows2(p, y0: y0, x: x, previousEnd: x0, Inside()) }
+                        if s == 1 { fourRows1(p, y0: y0, x: x, Inside()) } else { twoRows2(p, y0: y0, x: x, Inside()) }
                     } else {
                         let edge = Edge(m0: columnsInside(e), m1: columnsInside(e &+ 1), m2: columnsInside(e &+ 2))
-                        if s == 1 { fourRows1(p, y0: y0, x: x, previousEnd: x0, edge) } else { twoRows2(p, y0: y0, x: x, previousEnd: x0, edge) }
+                        if s == 1 { fourRows1(p, y0: y0, x: x, edge) } else { twoRows2(p, y0: y0, x: x, edge) }
                     }
                 } else {
                     for y in y0..<(y0 &+ rows) { store(edgeVector(y: y, x: x), y: y, x: x, previousEnd: x0) }
@@ -292,7 +292,7 @@ public enum RowDepthwise {
         /// Stride 1, four output rows at column x; `p` is the first window row's column x − padLeft.
         /// Each of the six window rows is loaded once and feeds every output row it belongs to.
         @inline(never)
-        func fourRows1<M: TapMask>(_ p: UnsafePointer<Float>, y0: Int, x: Int, previousEnd: Int, _ m: M) {
+        func fourRows1<M: TapMask>(_ p: UnsafePointer<Float>, y0: Int, x: Int, _ m: M) {
             let width = g.inWidth
             let b = SIMD16<Float>(repeating: bias)
             var a0 = b, a1 = b, a2 = b, a3 = b
@@ -317,7 +317,7 @@ public enum RowDepthwise {
         /// Stride 2, two output rows at column x; `p` is the first window row's column 2x − padLeft.
         /// The middle one of the five window rows feeds both.
         @inline(never)
-        func twoRows2<M: TapMask>(_ p: UnsafePointer<Float>, y0: Int, x: Int, previousEnd: Int, _ m: M) {
+        func twoRows2<M: TapMask>(_ p: UnsafePointer<Float>, y0: Int, x: Int, _ m: M) {
             let width = g.inWidth
             let b = SIMD16<Float>(repeating: bias)
             var a0 = b, a1 = b
