@@ -200,7 +200,7 @@ final class ConvKernelTests: XCTestCase {
             let channels = 3
             let x = AlignedBuffer(rng.floats(channels * g.inPixels)), wts = AlignedBuffer(rng.floats(channels * 9))
             let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(channels * g.outPixels))
-            let inPlace = i % 3 == 0
+            let inPlace = i % 3 == 0, swishOnly = i % 3 == 1
             let ref = AlignedBuffer(channels * g.outPixels)
             conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                  geometry: g, groups: channels, outChannelsPerGroup: 1)
@@ -209,17 +209,18 @@ final class ConvKernelTests: XCTestCase {
                 let start = c * g.inPixels
                 let epilogue = inPlace
                     ? GemmEpilogue(residual: out.pointer + c * g.outPixels, lowerBound: -1, upperBound: 3, swish: true)
-                    : GemmEpilogue(lowerBound: -0.5, upperBound: 2)
+                    : swishOnly ? GemmEpilogue(swish: true) : GemmEpilogue(lowerBound: -0.5, upperBound: 2)
                 RowDepthwise.run(input: x.pointer + start, readable: -start..<(channels * g.inPixels - start),
                                  weights: wts.pointer + c * 9, bias: bias.pointer[c], geometry: g,
                                  output: out.pointer + c * g.outPixels, epilogue: epilogue)
             }
             let expected = (0..<channels * g.outPixels).map { j -> Float in
+                if swishOnly { return ref.pointer[j] / (1 + Float(Foundation.exp(Double(-ref.pointer[j])))) }
                 guard inPlace else { return min(max(ref.pointer[j], -0.5), 2) }
                 let v = min(max(ref.pointer[j] + residual.pointer[j], -1), 3)
                 return v / (1 + Float(Foundation.exp(Double(-v))))
             }
-            assertClose(out.array, expected, tolerance: 1e-5, "in place \(inPlace) \(g)")
+            assertClose(out.array, expected, tolerance: 1e-5, "in place \(inPlace), swish only \(swishOnly) \(g)")
             tested += 1
         }
         XCTAssertGreaterThan(tested, 56)

@@ -5,6 +5,9 @@ struct ConvKernel: Kernel {
     let input: UnsafePointer<Float>
     let output: UnsafeMutablePointer<Float>
     let residual: UnsafePointer<Float>?
+    /// Per-image, per-input-channel scale ([N, Cin], squeeze-and-excitation) applied to the input
+    /// first (`FuseChannelScale`).
+    let inputScale: UnsafePointer<Float>?
     let batch: Int
     let geometry: ConvGeometry
     let group: Int
@@ -37,7 +40,49 @@ struct ConvKernel: Kernel {
     }
 
     func run(_ pool: ThreadPool) {
-        if plain != nil { runDepthwise(pool) } else { runGemm(pool) }
+        if let inputScale, !scalesWhilePacking {
+            runPrescaled(pool, inputScale)
+        } else if plain != nil {
+            runDepthwise(pool)
+        } else {
+            runGemm(pool)
+        }
+    }
+
+    /// Whether an input scale is applied as the GEMM packs its B panels (a 1×1 convolution of more
+    /// than one pixel, ungrouped), rather than to a scaled copy of the input (`runPrescaled`).
+    var scalesWhilePacking: Bool {
+        Self.scalesWhilePacking(geometry, depthwise: plain != nil, group: group, requantizes: scale != nil)
+    }
+
+    static func scalesWhilePacking(_ g: ConvGeometry, depthwise: Bool, group: Int, requantizes: Bool) -> Bool {
+        !depthwise && group == 1 && g.isPointwise && g.outPixels > 1 && !requantizes
+    }
+
+    /// Floats of workspace, after the per-thread scratch and the im2col matrix, that hold the
+    /// scaled copy of the input when the scale cannot be applied while packing.
+    static func prescaledFloats(_ g: ConvGeometry, batch: Int, group: Int) -> Int {
+        batch * group * g.inChannels * g.inPixels
+    }
+
+    /// Any other convolution with an input scale: the scaled input is written to the workspace
+    /// first, then the convolution runs on it.
+    private func runPrescaled(_ pool: ThreadPool, _ inputScale: UnsafePointer<Float>) {
+        let g = geometry
+        let channels = batch * group * g.inChannels, pixels = g.inPixels
+        let copy = workspace + threads * scratchPerThread + Self.im2colFloats(g, depthwise: plain != nil)
+        let src = input
+        pool.parallelFor(min(threads, channels)) { t in
+            for c in (channels * t / threads)..<(channels * (t + 1) / threads) {
+                binary_row_f32(.mul, src + c * pixels, 1, inputScale + c, 0, copy + c * pixels, pixels,
+                               lower: -.infinity, upper: .infinity)
+            }
+        }
+        let scaled = ConvKernel(
+            input: copy, output: output, residual: residual, inputScale: nil, batch: batch, geometry: g, group: group,
+            outPerGroup: outPerGroup, packed: packed, direct: direct, plain: plain, bias: bias, scale: scale,
+            activation: activation, workspace: workspace, scratchPerThread: scratchPerThread, threads: threads, retain: [])
+        scaled.run(pool)
     }
 
     private func runGemm(_ pool: ThreadPool) {
@@ -87,7 +132,8 @@ struct ConvKernel: Kernel {
             let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
             let a = packed + grp * perGroupA
             if g.isPointwise {
-                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n), c: dst, ldc: n,
+                let scale = inputScale.map { $0 + b * g.inChannels }
+                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: RowMajorB(base: src, rowStride: n, rowScale: scale), c: dst, ldc: n,
                                epilogue: epilogue, panels: columns, rowTiles: rows, scratch: scratch)
             } else {
                 // The whole input tensor is readable around this image's planes.
@@ -154,7 +200,8 @@ struct ConvKernel: Kernel {
         let panels = GemmDriver.panelCount(n: batch * n)
         let chunks = min(panels, threads * Self.tasksPerThread)
         let epilogue = epilogue(firstChannel: 0, residualAt: 0, residualStride: n)
-        let b = FoldedRowMajorB(base: input, imageColumns: n, imageStride: g.inChannels * n)
+        let b = FoldedRowMajorB(base: input, imageColumns: n, imageStride: g.inChannels * n,
+                                rowScale: inputScale, rowScaleStride: g.inChannels)
         pool.parallelTasks(chunks) { chunk, thread in
             GemmDriver.run(m: m, n: batch * n, k: k, packedA: packed, b: b, c: output, ldc: n, epilogue: epilogue,
                            panels: (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks),

@@ -2,7 +2,8 @@ import GlimpseKernels
 import GlimpseTensor
 
 /// 2-D convolution, NCHW. Inputs: x, W (constant), optional B (constant), optional residual
-/// (added before the activation, set by the fusion pass). Weights are packed once in `prepare`:
+/// (added before the activation, set by the fusion pass), optional per-channel input scale
+/// ([N, Cin, 1, 1], multiplied into x first; set by `FuseChannelScale`). Weights are packed once in `prepare`:
 /// 6-row GEMM tiles per group, or kept plain for depthwise convolutions.
 public final class ConvOp: Operator {
     public var opType: String { "Conv" }
@@ -88,6 +89,9 @@ public final class ConvOp: Operator {
         if inputs.count > 3, inputs[3] != .absent, inputs[3].shape != out {
             throw EngineError("residual shape \(inputs[3].shape) differs from output \(out)")
         }
+        if inputs.count > 4, inputs[4] != .absent, inputs[4].shape != [x.shape[0], x.shape[1], 1, 1] {
+            throw EngineError("input scale shape \(inputs[4].shape) is not [\(x.shape[0]), \(x.shape[1]), 1, 1]")
+        }
         return [ValueType(out)]
     }
 
@@ -99,7 +103,10 @@ public final class ConvOp: Operator {
         let x = inputs[0].shape
         guard let g = try? window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel) else { return 0 }
         let per = isDepthwise ? DepthwiseConv.scratchCount(g) : GemmDriver.scratchCount(k: g.patchSize)
-        return threads * (per + 16) + ConvKernel.im2colFloats(g, depthwise: isDepthwise) + 16
+        let scaled = inputs.count > 4 && inputs[4] != .absent
+            && !ConvKernel.scalesWhilePacking(g, depthwise: isDepthwise, group: group, requantizes: outputScale != nil)
+        let copy = scaled ? ConvKernel.prescaledFloats(g, batch: x[0], group: group) : 0
+        return threads * (per + 16) + ConvKernel.im2colFloats(g, depthwise: isDepthwise) + copy + 16
     }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
@@ -109,6 +116,7 @@ public final class ConvOp: Operator {
         let per = (isDepthwise ? DepthwiseConv.scratchCount(geometry) : GemmDriver.scratchCount(k: geometry.patchSize)) + 16
         return ConvKernel(
             input: x.f32, output: ctx.outputs[0].f32, residual: residual.map { UnsafePointer($0.f32) },
+            inputScale: ctx.input(4).map { UnsafePointer($0.f32) },
             batch: x.shape[0], geometry: geometry, group: group, outPerGroup: outChannels / group,
             packed: packed.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },
             direct: direct.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },

@@ -12,6 +12,7 @@ public enum GraphOptimizer {
         try FuseResidualAdd.run(graph)
         try FuseActivation.run(graph)
         FuseSwishIntoConv.run(graph)
+        FuseChannelScale.run(graph)
         DeadNodeElimination.run(graph)
         for node in graph.nodes {
             do {

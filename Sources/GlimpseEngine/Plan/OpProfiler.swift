@@ -60,6 +60,7 @@ final class OpProfiler: @unchecked Sendable {
         if let c = op as? ConvOp {
             s += " k\(c.kernel.map(String.init).joined(separator: "x")) s\(c.window.strides.first ?? 1) g\(c.group)"
             if ctx.inputs.count > 3, ctx.inputs[3] != nil { s += " +res" }
+            if ctx.inputs.count > 4, ctx.inputs[4] != nil { s += " +scale" }
         }
         if let x = ins.first { s += " in\(x)" }
         if let y = outs.first { s += " out\(y)" }

@@ -31,6 +31,9 @@ public enum RowDepthwise {
             let clamp = ClampStore(output: output, lower: SIMD16(repeating: epilogue.lowerBound),
                                    upper: SIMD16(repeating: epilogue.upperBound))
             Plane(input: input, readable: readable, weights: weights, bias: bias, g: g, out: clamp).run()
+        } else if epilogue.isRegisterFriendly && epilogue.residual == nil && epilogue.lowerBound == -.infinity
+                    && epilogue.upperBound == .infinity {
+            Plane(input: input, readable: readable, weights: weights, bias: bias, g: g, out: SwishStore(output: output)).run()
         } else {
             Plane(input: input, readable: readable, weights: weights, bias: bias, g: g,
                   out: EpilogueStore(output: output, epilogue: epilogue)).run()
@@ -65,6 +68,28 @@ public enum RowDepthwise {
         @inline(__always)
         func store(_ acc: SIMD16<Float>, pixel: Int, first: Int, end: Int, spill: Bool) {
             let v = simdClamp(acc, lower, upper)
+            if end == 16 || spill {
+                UnsafeMutableRawPointer(output + pixel).storeBytes(of: v, as: SIMD16<Float>.self)
+            } else {
+                storeLanes(v, output + pixel, first, end)
+            }
+        }
+    }
+
+    /// Swish alone (EfficientNet's depthwise layers): branch-free like `ClampStore`.
+    struct SwishStore: Store {
+        let output: UnsafeMutablePointer<Float>
+
+        var rewritable: Bool { true }
+
+        @inline(__always)
+        func storeAll(_ acc: SIMD16<Float>, pixel: Int) {
+            UnsafeMutableRawPointer(output + pixel).storeBytes(of: acc * simdSigmoid(acc), as: SIMD16<Float>.self)
+        }
+
+        @inline(__always)
+        func store(_ acc: SIMD16<Float>, pixel: Int, first: Int, end: Int, spill: Bool) {
+            let v = acc * simdSigmoid(acc)
             if end == 16 || spill {
                 UnsafeMutableRawPointer(output + pixel).storeBytes(of: v, as: SIMD16<Float>.self)
             } else {
