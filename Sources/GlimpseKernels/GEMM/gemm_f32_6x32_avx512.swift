@@ -25,6 +25,35 @@ public func gemm_f32_6x32_avx512(
     var ap = UnsafeRawPointer(a)
     var bp = UnsafeRawPointer(b)
     var k = kc
+    // 17 columns (a 7×7 plane's 49 end in 17, a 55×55 plane's 3025 too): the first 16 as a half
+    // panel, the 17th with one 8-lane FMA per step over the 6 rows of A; 7 FMAs per step, not 12.
+    if cols == 17 {
+        var extra = SIMD8<Float>()
+        @inline(__always) func step(_ rows: SIMD8<Float>) {
+            let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
+            c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
+            c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
+            c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
+            c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
+            c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
+            c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
+            extra.addProduct(rows, SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 64, as: Float.self)))
+            ap += 24
+            bp += 128
+        }
+        // The 8-lane load of A's 6 rows reads 2 floats past them, the next step's; the last step
+        // reads its 6 one by one.
+        while k > 1 {
+            step(ap.loadUnaligned(as: SIMD8<Float>.self))
+            k -= 1
+        }
+        if k == 1 {
+            step(GemmTail.sixRows(ap))
+            k = 0
+        }
+        c01[0] = extra[0]; c11[0] = extra[1]; c21[0] = extra[2]
+        c31[0] = extra[3]; c41[0] = extra[4]; c51[0] = extra[5]
+    }
     // A column tail of at most 16 (a 13×13 plane's 169 columns end in 9) needs only the panel's first
     // half: half the FMAs, and the second accumulator of each row stays zero.
     while cols <= 16 && k > 0 {
@@ -83,6 +112,16 @@ public func gemm_f32_6x32_avx512(
             GemmTileStore(c: split.c, ldc: ldc, rows: rows, cols: cols - split.column, accumulate: accumulate,
                           epilogue: split.epilogue, accColumn: split.column).store(acc.baseAddress!)
         }
+    }
+}
+
+enum GemmTail {
+    /// The 6 floats at `p` in the first lanes of an 8-lane vector, read one by one.
+    @inline(__always)
+    static func sixRows(_ p: UnsafeRawPointer) -> SIMD8<Float> {
+        SIMD8(p.loadUnaligned(as: Float.self), p.loadUnaligned(fromByteOffset: 4, as: Float.self),
+              p.loadUnaligned(fromByteOffset: 8, as: Float.self), p.loadUnaligned(fromByteOffset: 12, as: Float.self),
+              p.loadUnaligned(fromByteOffset: 16, as: Float.self), p.loadUnaligned(fromByteOffset: 20, as: Float.self), 0, 0)
     }
 }
 
