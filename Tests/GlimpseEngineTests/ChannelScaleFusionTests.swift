@@ -98,23 +98,27 @@ final class ChannelScaleFusionTests: XCTestCase {
     /// A convolution the packing path does not take (stride 2) gets its scale from a scaled copy
     /// of the input; the node is built fused by hand, since the pass itself only fuses stride 1.
     func testPrescaledFallbackMatchesUnfusedGraph() throws {
-        let graph = try seGraph(channels: 24, cout: 16, stride: 2)
-        FuseChannelScale.run(graph)
-        XCTAssertFalse(fusedScale(graph), "the pass leaves strided convolutions alone")
-        let inputs = [values(2 * 24 * 49)]
-        let expected = try run(graph, batch: 2, inputs: inputs)
-        // Fuse by hand: the conv reads x and s, the Mul goes.
-        guard let mul = graph.nodes.firstIndex(where: { ($0.op as? BinaryOp)?.kind == .mul }) else {
-            return XCTFail("no Mul in the graph")
+        // One channel of one image: fewer channels to scale than threads.
+        for (channels, batch) in [(24, 2), (1, 1)] {
+            let graph = try seGraph(channels: channels, cout: 16, stride: 2)
+            FuseChannelScale.run(graph)
+            XCTAssertFalse(fusedScale(graph), "the pass leaves strided convolutions alone")
+            let inputs = [values(batch * channels * 49)]
+            let expected = try run(graph, batch: batch, inputs: inputs)
+            // Fuse by hand: the conv reads x and s, the Mul goes.
+            guard let mul = graph.nodes.firstIndex(where: { ($0.op as? BinaryOp)?.kind == .mul }) else {
+                return XCTFail("no Mul in the graph")
+            }
+            let (x, s) = (graph.nodes[mul].inputs[0], graph.nodes[mul].inputs[1])
+            graph.nodes.remove(at: mul)
+            let conv = mul
+            graph.nodes[conv].inputs = [x, graph.nodes[conv].inputs[1], graph.nodes[conv].inputs[2], Graph.noValue, s]
+            let fused = try run(graph, batch: batch, inputs: inputs)
+            XCTAssertEqual(fused.count, expected.count)
+            let scale = expected.map(abs).max() ?? 1
+            XCTAssertLessThanOrEqual(zip(fused, expected).map { abs($0 - $1) }.max() ?? 0, 1e-6 * scale,
+                                     "\(channels) channels, batch \(batch)")
         }
-        let (x, s) = (graph.nodes[mul].inputs[0], graph.nodes[mul].inputs[1])
-        graph.nodes.remove(at: mul)
-        let conv = mul
-        graph.nodes[conv].inputs = [x, graph.nodes[conv].inputs[1], graph.nodes[conv].inputs[2], Graph.noValue, s]
-        let fused = try run(graph, batch: 2, inputs: inputs)
-        XCTAssertEqual(fused.count, expected.count)
-        let scale = expected.map(abs).max() ?? 1
-        XCTAssertLessThanOrEqual(zip(fused, expected).map { abs($0 - $1) }.max() ?? 0, 1e-6 * scale)
     }
 
     /// A scale that is not provably per channel (here a graph input) is not fused.

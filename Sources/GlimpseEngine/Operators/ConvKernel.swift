@@ -72,8 +72,9 @@ struct ConvKernel: Kernel {
         let channels = batch * group * g.inChannels, pixels = g.inPixels
         let copy = workspace + threads * scratchPerThread + Self.im2colFloats(g, depthwise: plain != nil)
         let src = input
-        pool.parallelFor(min(threads, channels)) { t in
-            for c in (channels * t / threads)..<(channels * (t + 1) / threads) {
+        let parts = min(threads, channels)
+        pool.parallelFor(parts) { t in
+            for c in (channels * t / parts)..<(channels * (t + 1) / parts) {
                 binary_row_f32(.mul, src + c * pixels, 1, inputScale + c, 0, copy + c * pixels, pixels,
                                lower: -.infinity, upper: .infinity)
             }
