@@ -23,9 +23,11 @@ struct CropGeometry: Equatable {
         self.outputHeight = outputHeight
     }
 
-    /// - center: torchvision `Resize(s)` + `CenterCrop(h, w)`: short side → s, long side →
-    ///   int(s × long / short) (truncated), crop offset round((size − crop) / 2) with Python's
-    ///   round-half-even; a crop larger than the image is padded as torchvision pads.
+    /// - center: Pillow's resize-then-crop, the preprocessing of the shared onnxruntime reference
+    ///   (`reference/predictions.json`): short side → s, long side → round(long × s / short) (Python's
+    ///   round-half-even), crop offset ⌊(size − crop) / 2⌋; a crop larger than the image is padded.
+    ///   torchvision's `Resize` + `CenterCrop` differ by truncating the long side and rounding the
+    ///   offset, one pixel apart at most; the reference (and so Glimpse) rounds the size and floors the offset.
     ///   s = `resizeShortSide`, or for nil the crop size (square crops) / the scale that covers the crop.
     /// - fit: scale by min(W/w, H/h) (aspect kept), center, pad the rest.
     /// - fill: stretch to W×H.
@@ -41,12 +43,14 @@ struct CropGeometry: Equatable {
             rh = min(outH, max(1, Int((Double(h) * s).rounded())))
         case .center:
             if let short = spec.resizeShortSide ?? (outW == outH ? outW : nil) {
+                // Computed as the reference does: s = short / min(w, h), then round(long × s).
+                let scale = Double(short) / Double(min(w, h))
                 if w <= h {
                     rw = short
-                    rh = max(1, Int(Double(short) * Double(h) / Double(w)))
+                    rh = max(1, Int((Double(h) * scale).rounded(.toNearestOrEven)))
                 } else {
                     rh = short
-                    rw = max(1, Int(Double(short) * Double(w) / Double(h)))
+                    rw = max(1, Int((Double(w) * scale).rounded(.toNearestOrEven)))
                 }
             } else {
                 let s = max(Double(outW) / Double(w), Double(outH) / Double(h))
@@ -55,7 +59,7 @@ struct CropGeometry: Equatable {
             }
         }
         func offset(_ resized: Int, _ out: Int) -> Int {
-            if resized >= out { return Int((Double(resized - out) / 2).rounded(.toNearestOrEven)) }
+            if resized >= out { return (resized - out) / 2 }
             return -((out - resized) / 2)
         }
         self.init(resizedWidth: rw, resizedHeight: rh, offsetX: offset(rw, outW), offsetY: offset(rh, outH),

@@ -1,22 +1,29 @@
 import XCTest
 @testable import GlimpseImage
 
-/// Crop-mode geometry: torchvision Resize(256) + CenterCrop(224) rounding, fit padding, fill.
+/// Crop-mode geometry: the reference's Pillow resize(256) + center crop(224) rounding, fit padding, fill.
 final class GeometryTests: XCTestCase {
     func g(_ w: Int, _ h: Int, _ spec: Preprocessing = torchSpec, _ mode: CropMode = .center) -> CropGeometry {
         CropGeometry(sourceWidth: w, sourceHeight: h, spec: spec, mode: mode)
     }
 
-    func testCenterMatchesTorchvision() {
-        // Long side truncated (int(256 * long / short)); offset round-half-even((size − 224) / 2).
+    func testCenterMatchesTheReferencePreprocessing() {
+        // Long side round(long × 256 / short); offset ⌊(size − 224) / 2⌋.
         XCTAssertEqual(g(500, 375), CropGeometry(resizedWidth: 341, resizedHeight: 256, offsetX: 58, offsetY: 16, outputWidth: 224, outputHeight: 224))
         XCTAssertEqual(g(375, 500), CropGeometry(resizedWidth: 256, resizedHeight: 341, offsetX: 16, offsetY: 58, outputWidth: 224, outputHeight: 224))
         XCTAssertEqual(g(1920, 1080).resizedWidth, 455)
-        XCTAssertEqual(g(1920, 1080).offsetX, 116)      // round(115.5) = 116 (even)
+        XCTAssertEqual(g(1920, 1080).offsetX, 115)      // ⌊115.5⌋ (torchvision: round-half-even → 116)
         XCTAssertEqual(g(4032, 3024).resizedWidth, 341)
-        XCTAssertEqual(g(4032, 3024).offsetX, 58)       // round(58.5) = 58 (even)
+        XCTAssertEqual(g(4032, 3024).offsetX, 58)
         XCTAssertEqual(g(256, 256).offsetX, 16)
         XCTAssertEqual(g(100, 100).resizedWidth, 256)   // upscaled
+        // Shared photos where torchvision's truncation would differ from the reference:
+        // vips_rotation_1_progressive_exif1.jpg (308×410: 340.78 → 341) and
+        // pillow_app13-multiple_progressive_dogs.jpg (256×160: 409.6 → 410).
+        XCTAssertEqual(g(308, 410).resizedHeight, 341)
+        XCTAssertEqual(g(256, 160).resizedWidth, 410)
+        // pillow_icc_profile_big_progressive_beach.jpg (425×250 → 435×256): offset ⌊105.5⌋ = 105.
+        XCTAssertEqual(g(425, 250).offsetX, 105)
     }
 
     func testCenterWithoutResizeShortSide() {

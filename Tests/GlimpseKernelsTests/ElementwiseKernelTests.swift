@@ -45,4 +45,23 @@ final class ElementwiseKernelTests: XCTestCase {
             assertClose(o.array, zip(a.array, b.array).map { max(0, $0 + $1) })
         }
     }
+
+    /// QuantizeLinear / DequantizeLinear against the scalar formula, with tails, halfway cases (which
+    /// round to even) and values beyond the clamp.
+    func testQuantizeAndDequantize() {
+        var rng = TestRandom(seed: 43)
+        for n in [1, 15, 16, 37, 100] {
+            let scale: Float = 0.0375
+            var values = rng.floats(n).map { $0 * 8 }
+            for i in stride(from: 0, to: n, by: 5) { values[i] = (Float(i % 7) - 3.5) * scale }   // exact halves
+            if n > 3 { values[3] = 50; values[n - 1] = -50 }
+            let x = AlignedBuffer(values), y = AlignedBuffer(n)
+            quantize_f32(x.pointer, y.pointer, count: n, scale: scale, lower: -128, upper: 127)
+            XCTAssertEqual(y.array, values.map { min(max(($0 / scale).rounded(.toNearestOrEven), -128), 127) }, "n=\(n)")
+            if n > 3 { XCTAssertEqual(y.array[3], 127); XCTAssertEqual(y.array[n - 1], -128) }
+            XCTAssertEqual(y.array[0], -4, "−3.5 rounds to the even −4")
+            scale_f32(y.pointer, x.pointer, count: n, scale: scale)
+            XCTAssertEqual(x.array, y.array.map { $0 * scale }, "n=\(n)")
+        }
+    }
 }

@@ -58,6 +58,11 @@ final class GemmKernelTests: XCTestCase {
                 GemmEpilogue(rowBias: rb.pointer, residual: res.pointer, residualStride: 64, lowerBound: -2, upperBound: 3, swish: true)
             }, seed: UInt64(400 + i))
             run(m: 18, n: 96, k: k, epilogue: { rb, _, _ in GemmEpilogue(rowBias: rb.pointer, lowerBound: 0) }, seed: UInt64(410 + i))
+            // Requantization (QLinearConv): per-row scale, rounding half to even, then the clamp.
+            run(m: 12, n: 64, k: k, epilogue: { rb, cb, res in
+                GemmEpilogue(rowBias: rb.pointer, rowScale: cb.pointer, roundToInteger: true, residual: res.pointer,
+                             residualStride: 64, lowerBound: -3, upperBound: 2)
+            }, seed: UInt64(420 + i))
         }
     }
 

@@ -11,15 +11,6 @@ final class ImagePipelineEndToEndTests: XCTestCase {
         return RPC.top1(json)
     }
 
-    /// Files whose stored reference was not produced by the preprocessing the reference describes.
-    /// vips_rotation_1_progressive_exif1.jpg: onnxruntime 1.31 on Pillow 13 preprocessing (exif_transpose,
-    /// RGB, bilinear resize to 256, center crop 224; with or without applying its ICC profile) gives
-    /// 974 (0.551) / 562 (0.400) for mobilenetv2-int8, exactly Glimpse's answer; the stored reference says
-    /// 562 (0.715) / 974 (0.273). Glimpse's preprocessed tensor equals Pillow's within 5e-7.
-    static let referenceMismatches: [String: String] = [
-        "images/formats/vips_rotation_1_progressive_exif1.jpg": "stored reference disagrees with onnxruntime+Pillow 13 (see comment)",
-    ]
-
     /// Every scored JPEG/PNG where onnxruntime's top-1 and top-2 differ by at least 0.1.
     func assertMatchesOnnxruntime(model: String, minimumCompared: Int) async throws {
         let server = try await TestServer.shared.value
@@ -30,11 +21,6 @@ final class ImagePipelineEndToEndTests: XCTestCase {
             let lower = file.lowercased()
             guard lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") || lower.hasSuffix(".png") else { continue }
             if predictions["expected"]?[file]?["score"] == .bool(false) { continue }
-            if let reason = Self.referenceMismatches[file] {
-                // Not a silent skip: the reason is recorded, and the file is still classified.
-                XCTAssertNotNil(try top1(server, file: file, model: model), reason)
-                continue
-            }
             guard case .array(let top5)? = entry["top5"], case .array(let scores)? = entry["scores"], scores.count >= 2,
                   let expected = top5.first?.intValue, let s1 = scores[0].doubleValue, let s2 = scores[1].doubleValue,
                   s1 - s2 >= 0.1 else { continue }
@@ -50,6 +36,10 @@ final class ImagePipelineEndToEndTests: XCTestCase {
 
     func testMobilenetInt8MatchesOnnxruntimeOnEveryScoredPhoto() async throws {
         try await assertMatchesOnnxruntime(model: "mobilenetv2-int8", minimumCompared: 8)
+    }
+
+    func testShufflenetQDQMatchesOnnxruntimeOnEveryScoredPhoto() async throws {
+        try await assertMatchesOnnxruntime(model: "shufflenet-v2-qdq", minimumCompared: 8)
     }
 
     func testEXIFRotatedPhotosClassifyLikeTheirUprightVersion() async throws {

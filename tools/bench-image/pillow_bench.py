@@ -16,9 +16,10 @@ def preprocess(data):
     im.draft("RGB", (256, 256))
     im = im.convert("RGB")
     w, h = im.size
-    nw, nh = (256, int(256 * h / w)) if w <= h else (int(256 * w / h), 256)
+    s = 256 / min(w, h)
+    nw, nh = (256, round(h * s)) if w <= h else (round(w * s), 256)
     im = im.resize((nw, nh), Image.BILINEAR)
-    left, top = int(round((nw - 224) / 2.0)), int(round((nh - 224) / 2.0))
+    left, top = (nw - 224) // 2, (nh - 224) // 2
     im = im.crop((left, top, left + 224, top + 224))
     a = np.asarray(im, np.float32) / 255.0
     return np.ascontiguousarray(((a - MEAN) / STD).transpose(2, 0, 1))

@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseKernels
 import GlimpseTensor
 
 /// Local response normalization across channels (AlexNet, GoogLeNet):
@@ -86,6 +87,19 @@ public final class ReduceOp: Operator {
         let out = ctx.outputs[0].f32, outCount = ctx.outputs[0].count
         let src = UnsafePointer(x.f32), kind = self.kind
         let count = Float(ax.reduce(1) { $0 * d[$1] })
+        if let first = ax.min(), ax.count == d.count - first {
+            // Trailing axes (global pooling written as ReduceMean over H, W): one contiguous run per output.
+            let run = d[first...].reduce(1, *)
+            return ClosureKernel { _ in
+                for o in 0..<outCount {
+                    switch kind {
+                    case .max: out[o] = reduce_max_f32(src + o * run, count: run)
+                    case .sum: out[o] = reduce_sum_f32(src + o * run, count: run)
+                    case .mean: out[o] = reduce_sum_f32(src + o * run, count: run) / count
+                    }
+                }
+            }
+        }
         return ClosureKernel { _ in
             for i in 0..<outCount { out[i] = kind == .max ? -.infinity : 0 }
             for i in 0..<total {

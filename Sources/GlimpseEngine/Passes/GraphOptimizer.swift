@@ -3,6 +3,7 @@ import GlimpseTensor
 /// The load-time pass pipeline that turns an imported graph into a compiled one.
 public enum GraphOptimizer {
     public static func optimize(_ graph: Graph) throws {
+        FuseQDQ.run(graph)
         try ConstantFolding.run(graph)
         try LowerQuantizedOps.run(graph)
         try FoldBatchNorm.run(graph)

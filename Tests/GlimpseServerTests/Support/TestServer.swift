@@ -6,7 +6,8 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 
-/// A real Glimpse server on a loopback port, serving squeezenet1.1, mobilenetv2-int8 and mnist-8 from ../shared.
+/// A real Glimpse server on a loopback port, serving squeezenet1.1, mobilenetv2-int8, shufflenet-v2-qdq and mnist-8 from
+/// ../shared.
 final class TestServer: @unchecked Sendable {
     let port: Int
     let service: InferenceService
@@ -34,6 +35,10 @@ final class TestServer: @unchecked Sendable {
                                   withDestinationPath: try SharedData.path("models/mobilenetv2-int8.onnx"))
         try #"{"preprocessing": "imagenet", "family": "mobilenetv2", "variant": "int8"}"#
             .write(to: dir.appendingPathComponent("mobilenetv2-int8.json"), atomically: true, encoding: .utf8)
+        try fm.createSymbolicLink(atPath: dir.appendingPathComponent("shufflenet-v2-qdq.onnx").path,
+                                  withDestinationPath: try SharedData.path("models/shufflenet-v2-qdq.onnx"))
+        try #"{"preprocessing": "imagenet"}"#
+            .write(to: dir.appendingPathComponent("shufflenet-v2-qdq.json"), atomically: true, encoding: .utf8)
         try fm.createSymbolicLink(atPath: dir.appendingPathComponent("mnist-8.onnx").path,
                                   withDestinationPath: try SharedData.path("models/mnist-8.onnx"))
         try fm.createSymbolicLink(atPath: dir.appendingPathComponent("imagenet_classes.txt").path,

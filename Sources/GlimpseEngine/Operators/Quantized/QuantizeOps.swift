@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseKernels
 import GlimpseTensor
 
 /// QuantizeLinear (float → centered quantized) and DequantizeLinear (quantized → float).
@@ -39,6 +40,23 @@ public final class QuantizeOp: Operator {
                         for _ in 0..<inner {
                             out[i] = ((signed ? Float(Int8(bitPattern: q[i])) : Float(q[i])) - zp) * s
                             i += 1
+                        }
+                    }
+                }
+            }
+        }
+        if source.dtype == .float32 && n % (inner * channels) == 0 {
+            // Runtime values (centered integers, or floats to quantize), one channel's run at a time.
+            let src = UnsafePointer(source.f32), outer = n / (inner * channels)
+            return ClosureKernel { _ in
+                for o in 0..<outer {
+                    for c in 0..<channels {
+                        let base = (o * channels + c) * inner
+                        if quantize {
+                            let (lo, hi) = p.bounds(c)
+                            quantize_f32(src + base, out + base, count: inner, scale: p.scale(c), lower: lo, upper: hi)
+                        } else {
+                            scale_f32(src + base, out + base, count: inner, scale: p.scale(c))
                         }
                     }
                 }

@@ -1,0 +1,31 @@
+/// QuantizeLinear into the engine's centered representation: y = clamp(round(x / scale)), rounding
+/// half to even, with [lower, upper] = [qmin − zp, qmax − zp]. Divides rather than multiplying by
+/// 1/scale, as onnxruntime's kernel does, so values on a rounding boundary land where they land there.
+public func quantize_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int,
+                         scale: Float, lower: Float, upper: Float) {
+    let s = SIMD16<Float>(repeating: scale)
+    let lo = SIMD16<Float>(repeating: lower), hi = SIMD16<Float>(repeating: upper)
+    var i = 0
+    while i + 16 <= count {
+        let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
+        let q = simdClamp((v / s).rounded(.toNearestOrEven), lo, hi)
+        UnsafeMutableRawPointer(y + i).storeBytes(of: q, as: SIMD16<Float>.self)
+        i += 16
+    }
+    while i < count {
+        y[i] = min(max((x[i] / scale).rounded(.toNearestOrEven), lower), upper)
+        i += 1
+    }
+}
+
+/// DequantizeLinear from the centered representation, and any other scaling: y = x · scale.
+public func scale_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int, scale: Float) {
+    let s = SIMD16<Float>(repeating: scale)
+    var i = 0
+    while i + 16 <= count {
+        let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
+        UnsafeMutableRawPointer(y + i).storeBytes(of: v * s, as: SIMD16<Float>.self)
+        i += 16
+    }
+    while i < count { y[i] = x[i] * scale; i += 1 }
+}
