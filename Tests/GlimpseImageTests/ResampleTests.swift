@@ -87,11 +87,13 @@ final class ResampleTests: XCTestCase {
             let img = noise(w, h, seed: UInt64(w * h))
             let spec = Preprocessing(width: crop, height: crop, resizeShortSide: short)
             let got = try pipelineBytes(img, spec: spec)
-            let (rw, rh) = w <= h ? (short, Int(Double(short) * Double(h) / Double(w)))
-                                  : (Int(Double(short) * Double(w) / Double(h)), short)
+            // The reference preprocessing: s = short / min(w, h), long side round(long × s), offset ⌊(size − crop) / 2⌋.
+            let s = Double(short) / Double(min(w, h))
+            let (rw, rh) = w <= h ? (short, Int((Double(h) * s).rounded(.toNearestOrEven)))
+                                  : (Int((Double(w) * s).rounded(.toNearestOrEven)), short)
             let full = Self.pillowResize(img.pixels, w, h, channels: 3, to: rw, rh)
-            let left = Int((Double(rw - crop) / 2).rounded(.toNearestOrEven))
-            let top = Int((Double(rh - crop) / 2).rounded(.toNearestOrEven))
+            let left = (rw - crop) / 2
+            let top = (rh - crop) / 2
             var want = [UInt8]()
             for y in top..<(top + crop) { want += full[((y * rw + left) * 3)..<((y * rw + left + crop) * 3)] }
             XCTAssertEqual(got, want, "\(w)x\(h) short \(short) crop \(crop)")

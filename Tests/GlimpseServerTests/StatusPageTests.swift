@@ -98,7 +98,7 @@ final class StatusPageTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(figure("queue-depth"), 0)
         XCTAssertGreaterThanOrEqual(figure("inflight"), 0)
         XCTAssertGreaterThan(figure("rss"), 1, "resident memory in MiB")
-        XCTAssertEqual(figure("models"), 3)
+        XCTAssertEqual(figure("models"), 4, "the test server's four models")
         XCTAssertTrue(["estimate", "rapl"].contains(Self.text(of: "energy-source", in: dom) ?? ""), "energy source label")
         XCTAssertTrue(dom.contains("mnist-8"), "variant mix lists mnist-8")
     }
