@@ -64,4 +64,17 @@ final class ElementwiseKernelTests: XCTestCase {
             XCTAssertEqual(x.array, y.array.map { $0 * scale }, "n=\(n)")
         }
     }
+
+    func testQLinearAdd() {
+        var rng = TestRandom(seed: 47)
+        for n in [1, 16, 29, 200] {
+            let a = rng.floats(n).map { ($0 * 128).rounded() }, b = rng.floats(n).map { ($0 * 128).rounded() }
+            let x = AlignedBuffer(a), z = AlignedBuffer(b), y = AlignedBuffer(n)
+            let ra: Float = 0.7318, rb: Float = 1.213
+            qlinear_add_f32(x.pointer, ra, z.pointer, rb, y.pointer, count: n, lower: -100, upper: 120)
+            let want = (0..<n).map { min(max((a[$0] * ra).addingProduct(b[$0], rb).rounded(.toNearestOrEven), -100), 120) }
+            XCTAssertEqual(y.array, want, "n=\(n)")
+            XCTAssertTrue(y.array.contains(120) || n < 100, "the clamp is reached")
+        }
+    }
 }

@@ -42,6 +42,11 @@ public struct GemmEpilogue {
         colBias == nil && rowScale == nil && colScale == nil && !roundToInteger
     }
 
+    /// True when the epilogue changes each row by per-row values only (bias, requantization scale and
+    /// rounding, residual, clamp, swish).
+    @inlinable
+    public var isPerRow: Bool { colBias == nil && colScale == nil }
+
     /// The epilogue as seen by the tile whose top-left element is (row, col).
     @inlinable
     public func offset(row: Int, col: Int) -> GemmEpilogue {

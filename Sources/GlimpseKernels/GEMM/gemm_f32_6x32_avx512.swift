@@ -242,6 +242,10 @@ struct GemmTileStore {
     /// would pass each SIMD16 in four xmm registers and cost more than a small-K tile's FMAs.
     @inline(never)
     func store(_ acc: UnsafeRawPointer) {
+        if rows == GemmTile.mr && cols == GemmTile.nr && accColumn == 0, let e = epilogue, e.isPerRow {
+            wholeTile(acc, e)
+            return
+        }
         var r = 0
         while r < rows {
             var col = 0
@@ -260,6 +264,51 @@ struct GemmTileStore {
                 col &+= 16
             }
             r &+= 1
+        }
+    }
+
+    /// A whole 6 × 32 tile whose epilogue changes each row by per-row values only (a requantizing
+    /// one: bias, scale, rounding, clamp): two vectors per row with every field read once per row,
+    /// instead of the general loop's per-vector checks. Kept out of the micro-kernel itself, which
+    /// must stay small enough for the compiler to inline its loads.
+    @inline(__always)
+    func wholeTile(_ acc: UnsafeRawPointer, _ e: GemmEpilogue) {
+        let lower = SIMD16<Float>(repeating: e.lowerBound), upper = SIMD16<Float>(repeating: e.upperBound)
+        for r in 0..<GemmTile.mr {
+            let dst = UnsafeMutableRawPointer(c + r &* ldc)
+            var a = acc.loadUnaligned(fromByteOffset: r &* (GemmTile.nr &* 4), as: SIMD16<Float>.self)
+            var b = acc.loadUnaligned(fromByteOffset: r &* (GemmTile.nr &* 4) &+ 64, as: SIMD16<Float>.self)
+            if accumulate {
+                a += dst.loadUnaligned(as: SIMD16<Float>.self)
+                b += dst.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+            }
+            if let rb = e.rowBias {
+                let v = SIMD16<Float>(repeating: rb[r])
+                a += v
+                b += v
+            }
+            if let rs = e.rowScale {
+                let v = SIMD16<Float>(repeating: rs[r])
+                a *= v
+                b *= v
+            }
+            if e.roundToInteger {
+                a.round(.toNearestOrEven)
+                b.round(.toNearestOrEven)
+            }
+            if let res = e.residual {
+                let src = UnsafeRawPointer(res + r &* e.residualStride)
+                a += src.loadUnaligned(as: SIMD16<Float>.self)
+                b += src.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+            }
+            a = simdClamp(a, lower, upper)
+            b = simdClamp(b, lower, upper)
+            if e.swish {
+                a *= simdSigmoid(a)
+                b *= simdSigmoid(b)
+            }
+            dst.storeBytes(of: a, as: SIMD16<Float>.self)
+            dst.storeBytes(of: b, toByteOffset: 64, as: SIMD16<Float>.self)
         }
     }
 

@@ -1,3 +1,4 @@
+import GlimpseKernels
 import GlimpseTensor
 
 /// QLinearConv / QLinearMatMul as imported: attributes only. `LowerQuantizedOps` replaces them by
@@ -44,6 +45,15 @@ public final class QLinearAddOp: Operator {
         let out = ctx.outputs[0]
         let plan = Broadcast.Plan(out: out.shape.dims, a: a.shape.dims, b: b.shape.dims)
         let xa = UnsafePointer(a.f32), xb = UnsafePointer(b.f32), y = out.f32
+        if a.count == out.count && b.count == out.count {
+            // Same shapes (residual connections): one vector pass.
+            let n = out.count
+            return ClosureKernel { _ in
+                withExtendedLifetime((a, b)) {
+                    qlinear_add_f32(xa, ra, xb, rb, y, count: n, lower: lo, upper: hi)
+                }
+            }
+        }
         return ClosureKernel { _ in
             withExtendedLifetime((a, b)) {
                 plan.forEach { o, ia, ib in
