@@ -116,7 +116,7 @@ public final class InferenceService: Sendable {
         let start = monotonicNanos()
         let spec = model.metadata.preprocessing
         let queue = model.queue
-        let limits = configuration.imageLimits
+        let limits = configuration.imageLimits, options = configuration.decodeOptions
         var incoming = true
         defer { if incoming { queue.incomingArrived() } }
         let (tensor, info, work) = try await decodePool.run { () throws -> (Tensor, ImageInfo, UInt64) in
@@ -126,7 +126,7 @@ public final class InferenceService: Sendable {
                 throw ServingError.modelUnavailable("model \(model.name): preprocessing makes \(spec.byteCount) bytes but the model input \(queue.itemShape) needs \(tensor.byteCount)")
             }
             let info = try bytes.withUnsafeBytes { raw in
-                try ImagePipeline.preprocess(raw, spec: spec, crop: crop, limits: limits, into: tensor.rawPointer)
+                try ImagePipeline.preprocess(raw, spec: spec, crop: crop, limits: limits, options: options, into: tensor.rawPointer)
             }
             return (tensor, info, monotonicNanos() - began)
         }

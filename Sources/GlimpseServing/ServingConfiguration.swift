@@ -11,6 +11,8 @@ public struct ServingConfiguration: Sendable {
     public var workersPerModel: Int
     public var batching: BatchScheduler.Configuration
     public var imageLimits: ImageLimits
+    /// JPEG decoding choices (DCT scaling: faster on large photos, or bit-identical with Pillow).
+    public var decodeOptions: DecodeOptions
     /// Most images in one `classify` call.
     public var maxImagesPerCall: Int
     /// Largest `top_k`.
@@ -34,7 +36,9 @@ public struct ServingConfiguration: Sendable {
                 maxTopK: Int = 100,
                 maxInflightImages: Int = 512,
                 defaultFamily: String? = nil,
-                deadlineHeadroom: Double = 0.2) {
+                deadlineHeadroom: Double = 0.2,
+                decodeOptions: DecodeOptions = .init()) {
+        self.decodeOptions = decodeOptions
         self.defaultFamily = defaultFamily
         self.deadlineHeadroom = min(0.9, max(0, deadlineHeadroom))
         self.decodeThreads = max(1, decodeThreads)

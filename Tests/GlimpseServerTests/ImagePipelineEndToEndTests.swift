@@ -75,4 +75,51 @@ final class ImagePipelineEndToEndTests: XCTestCase {
         XCTAssertEqual(json?["error"]?["data"]?["reason"], "image_too_large")
         XCTAssertTrue(json?["error"]?["message"]?.stringValue?.contains("60000x60000") ?? false, json?.jsonString ?? "")
     }
+
+    /// `--jpeg-dct-scaling off`: the service's input tensor is the reference's Pillow preprocessing, so
+    /// its answers are onnxruntime's on every readable JPEG/PNG, close calls included.
+    func testFullDecodeAnswersWithTheReferenceProbabilities() throws {
+        let model = "shufflenet-v2-qdq"
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-fulldecode-\(getpid())")
+        try? FileManager.default.removeItem(at: dir)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(model).onnx").path,
+                                                   withDestinationPath: try SharedData.path("models/\(model).onnx"))
+        try #"{"preprocessing": "imagenet"}"#.write(to: dir.appendingPathComponent("\(model).json"), atomically: true, encoding: .utf8)
+        let server = try GlimpseProcess(arguments: ["--models", dir.path, "--jpeg-dct-scaling", "off"])
+        defer { server.stop() }
+
+        let predictions = try JSONValue.parse([UInt8](SharedData.data("reference/predictions.json")))
+        guard case .object(let ort)? = predictions["onnxruntime"]?[model] else { return XCTFail("no reference for \(model)") }
+        var compared = 0, worst = 0.0
+        for (file, entry) in ort.sorted(by: { $0.key < $1.key }) {
+            let lower = file.lowercased()
+            guard lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") || lower.hasSuffix(".png"),
+                  case .array(let top5)? = entry["top5"], case .array(let scores)? = entry["scores"] else { continue }
+            let reply = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data(file), model: model, topK: 100))
+            let json = try JSONValue.parse([UInt8](reply.body))
+            guard case .array(let answer)? = json["result"]?["predictions"] else {
+                XCTFail("\(file): \(json.jsonString)")
+                continue
+            }
+            var byClass: [Int: Double] = [:]
+            for p in answer { if let i = p["index"]?.intValue, let v = p["score"]?.doubleValue { byClass[i] = v } }
+            XCTAssertEqual(answer.first?["index"]?.intValue, top5.first?.intValue, file)
+            for (c, s) in zip(top5, scores) {
+                guard let c = c.intValue, let s = s.doubleValue else { continue }
+                worst = max(worst, abs((byClass[c] ?? 0) - s))
+            }
+            compared += 1
+        }
+        print("\(model) through the service, DCT scaling off: \(compared) photos, max |Δp| \(worst)")
+        XCTAssertGreaterThanOrEqual(compared, 42, "every readable shared JPEG/PNG")
+        XCTAssertLessThanOrEqual(worst, 2e-5)
+    }
+
+    func testUnknownDCTScalingIsRefusedAtStart() throws {
+        XCTAssertThrowsError(try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder(), "--jpeg-dct-scaling", "quarter"])) { error in
+            XCTAssertTrue("\(error)".contains("--jpeg-dct-scaling must be powers-of-two, eighths or off"), "\(error)")
+        }
+    }
 }
