@@ -10,6 +10,7 @@ struct Classify: AsyncParsableCommand {
     @Option(help: "Model name (see `glimpse models list`).") var model: String
     @Option(help: "How many predictions to print.") var topK: Int = 5
     @Option(help: "center, fit or fill (default: the model's).") var crop: String?
+    @Option(help: DCTScaling.optionHelp) var jpegDctScaling: String = "powers-of-two"
     @OptionGroup var modelOptions: ModelOptions
 
     func run() async throws {
@@ -21,7 +22,8 @@ struct Classify: AsyncParsableCommand {
             guard let c = CropMode(rawValue: crop) else { throw ValidationError("crop must be center, fit or fill") }
             cropMode = c
         }
-        let service = InferenceService(configuration: .init(engineThreads: modelOptions.threads))
+        let options = DecodeOptions(dctScaling: try DCTScaling(option: jpegDctScaling))
+        let service = InferenceService(configuration: .init(engineThreads: modelOptions.threads, decodeOptions: options))
         defer { service.shutdown() }
         let (found, _) = ModelDirectory.scan(modelOptions.models)
         guard let metadata = found.first(where: { $0.name == model }) else {

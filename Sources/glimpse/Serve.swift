@@ -30,7 +30,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
     @Option(help: "Largest encoded image in bytes.") var maxImageBytes: Int = 16 << 20
     @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
-    @Option(help: "JPEG DCT scaling before the resize: powers-of-two (1/2, 1/4, 1/8, as Pillow's draft(); fast on large photos), eighths (any n/8, a little faster still) or off (full decode: the input tensor is bit-identical with the Pillow reference preprocessing).") var jpegDctScaling: String = "powers-of-two"
+    @Option(help: DCTScaling.optionHelp) var jpegDctScaling: String = "powers-of-two"
     @Option(help: "Most images in one classify call.") var maxImagesPerCall: Int = 64
     @Option(help: "The family that `\"model\": \"auto\"` means when several are loaded.") var defaultFamily: String?
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
@@ -72,13 +72,7 @@ struct Serve: AsyncParsableCommand {
         guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0, maxImageBytes >= 1, maxImagePixels >= 1 else {
             throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
         }
-        let dctScaling: DCTScaling
-        switch jpegDctScaling {
-        case "powers-of-two": dctScaling = .powersOfTwo
-        case "eighths": dctScaling = .eighths
-        case "off": dctScaling = .off
-        default: throw ValidationError("--jpeg-dct-scaling must be powers-of-two, eighths or off, not '\(jpegDctScaling)'")
-        }
+        let dctScaling = try DCTScaling(option: jpegDctScaling)
         let serving = ServingConfiguration(
             engineThreads: modelOptions.threads,
             workersPerModel: workers,
@@ -143,5 +137,19 @@ struct Serve: AsyncParsableCommand {
         }
         service.shutdown()
         logger.info("stopped")
+    }
+}
+
+extension DCTScaling {
+    static let optionHelp: ArgumentHelp = "JPEG DCT scaling before the resize: powers-of-two (1/2, 1/4, 1/8, as Pillow's draft(); fast on large photos), eighths (any n/8, a little faster still) or off (full decode: the input tensor is bit-identical with the Pillow reference preprocessing)."
+
+    /// The command-line spelling of a policy (`--jpeg-dct-scaling`).
+    init(option: String) throws {
+        switch option {
+        case "powers-of-two": self = .powersOfTwo
+        case "eighths": self = .eighths
+        case "off": self = .off
+        default: throw ValidationError("--jpeg-dct-scaling must be powers-of-two, eighths or off, not '\(option)'")
+        }
     }
 }
