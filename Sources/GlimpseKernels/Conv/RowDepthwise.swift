@@ -52,50 +52,29 @@ public enum RowDepthwise {
         var rewritable: Bool { get }
     }
 
-    /// A clamp (ReLU, ReLU6 or none): branch-free, and storing an overlapped lane again is harmless.
-    struct ClampStore: Store {
+    /// An activation applied lane by lane with no other input: branch-free, and storing an overlapped
+    /// lane again is harmless.
+    protocol PointwiseStore: Store {
+        var output: UnsafeMutablePointer<Float> { get }
+        func activate(_ v: SIMD16<Float>) -> SIMD16<Float>
+    }
+
+    /// A clamp (ReLU, ReLU6 or none).
+    struct ClampStore: PointwiseStore {
         let output: UnsafeMutablePointer<Float>
         let lower: SIMD16<Float>
         let upper: SIMD16<Float>
 
-        var rewritable: Bool { true }
-
         @inline(__always)
-        func storeAll(_ acc: SIMD16<Float>, pixel: Int) {
-            UnsafeMutableRawPointer(output + pixel).storeBytes(of: simdClamp(acc, lower, upper), as: SIMD16<Float>.self)
-        }
-
-        @inline(__always)
-        func store(_ acc: SIMD16<Float>, pixel: Int, first: Int, end: Int, spill: Bool) {
-            let v = simdClamp(acc, lower, upper)
-            if end == 16 || spill {
-                UnsafeMutableRawPointer(output + pixel).storeBytes(of: v, as: SIMD16<Float>.self)
-            } else {
-                storeLanes(v, output + pixel, first, end)
-            }
-        }
+        func activate(_ v: SIMD16<Float>) -> SIMD16<Float> { simdClamp(v, lower, upper) }
     }
 
-    /// Swish alone (EfficientNet's depthwise layers): branch-free like `ClampStore`.
-    struct SwishStore: Store {
+    /// Swish alone (EfficientNet's depthwise layers).
+    struct SwishStore: PointwiseStore {
         let output: UnsafeMutablePointer<Float>
 
-        var rewritable: Bool { true }
-
         @inline(__always)
-        func storeAll(_ acc: SIMD16<Float>, pixel: Int) {
-            UnsafeMutableRawPointer(output + pixel).storeBytes(of: acc * simdSigmoid(acc), as: SIMD16<Float>.self)
-        }
-
-        @inline(__always)
-        func store(_ acc: SIMD16<Float>, pixel: Int, first: Int, end: Int, spill: Bool) {
-            let v = acc * simdSigmoid(acc)
-            if end == 16 || spill {
-                UnsafeMutableRawPointer(output + pixel).storeBytes(of: v, as: SIMD16<Float>.self)
-            } else {
-                storeLanes(v, output + pixel, first, end)
-            }
-        }
+        func activate(_ v: SIMD16<Float>) -> SIMD16<Float> { v * simdSigmoid(v) }
     }
 
     /// Any other epilogue. When it reads a residual, which the output may alias, no lane is stored
@@ -377,6 +356,25 @@ public enum RowDepthwise {
                 }
                 store(a, y: y0 &+ j, x: x, previousEnd: previousEnd)
             }
+        }
+    }
+}
+
+extension RowDepthwise.PointwiseStore {
+    var rewritable: Bool { true }
+
+    @inline(__always)
+    func storeAll(_ acc: SIMD16<Float>, pixel: Int) {
+        UnsafeMutableRawPointer(output + pixel).storeBytes(of: activate(acc), as: SIMD16<Float>.self)
+    }
+
+    @inline(__always)
+    func store(_ acc: SIMD16<Float>, pixel: Int, first: Int, end: Int, spill: Bool) {
+        let v = activate(acc)
+        if end == 16 || spill {
+            UnsafeMutableRawPointer(output + pixel).storeBytes(of: v, as: SIMD16<Float>.self)
+        } else {
+            RowDepthwise.storeLanes(v, output + pixel, first, end)
         }
     }
 }
