@@ -15,8 +15,15 @@ public final class QuantizeOp: Operator {
     }
 
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
-        _ = try QuantParams(scale: constants[1], zeroPoint: inputs.count > 2 ? constants[2] : nil, what: opType)
-        return [ValueType(inputs[0].shape, .float32)]
+        let p = try QuantParams(scale: constants[1], zeroPoint: inputs.count > 2 ? constants[2] : nil, what: opType)
+        let dims = inputs[0].shape
+        if !p.isPerTensor {
+            let a = axis < 0 ? axis + dims.count : axis
+            guard a >= 0, a < dims.count, dims[a] == p.scales.count else {
+                throw EngineError("\(p.scales.count) scales do not match axis \(axis) of input shape \(dims)")
+            }
+        }
+        return [ValueType(dims, .float32)]
     }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
