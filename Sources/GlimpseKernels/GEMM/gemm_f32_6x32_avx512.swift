@@ -91,7 +91,7 @@ public func gemm_f32_6x32_avx512(
     // clamp, swish) is finished in registers and stored directly: for the small K of many 1×1 and
     // 3×3 layers a trip through memory costs a third of the tile's FMAs.
     if split == nil && rows == GemmTile.mr && cols == GemmTile.nr && (epilogue?.isRegisterFriendly ?? true) {
-        let finish = GemmRegisterFinish(c: c, ldc: ldc, accumulate: accumulate, epilogue: epilogue)
+        let finish = GemmRegisterFinish<NoRowScaling>(c: c, ldc: ldc, accumulate: accumulate, epilogue: epilogue)
         finish.row(c00, c01, 0)
         finish.row(c10, c11, 1)
         finish.row(c20, c21, 2)
@@ -125,9 +125,45 @@ enum GemmTail {
     }
 }
 
-/// Finishes rows of a whole register tile straight from registers (see `gemm_f32_6x32_avx512`).
-@usableFromInline
-struct GemmRegisterFinish {
+/// What a whole-tile finish does between the bias and the residual: nothing (the micro-kernel's
+/// register finish, which must stay small enough for the compiler to inline its loads) or the
+/// requantization of a QLinearConv (per-row scale, rounding half to even; `GemmTileStore`).
+protocol GemmRowScaling {
+    init(_ epilogue: GemmEpilogue?)
+    func apply(_ a: inout SIMD16<Float>, _ b: inout SIMD16<Float>, row: Int)
+}
+
+struct NoRowScaling: GemmRowScaling {
+    @inline(__always) init(_ epilogue: GemmEpilogue?) {}
+    @inline(__always) func apply(_ a: inout SIMD16<Float>, _ b: inout SIMD16<Float>, row: Int) {}
+}
+
+struct RowRequantization: GemmRowScaling {
+    let scale: UnsafePointer<Float>?
+    let roundToInteger: Bool
+
+    @inline(__always)
+    init(_ epilogue: GemmEpilogue?) {
+        scale = epilogue?.rowScale
+        roundToInteger = epilogue?.roundToInteger ?? false
+    }
+
+    @inline(__always)
+    func apply(_ a: inout SIMD16<Float>, _ b: inout SIMD16<Float>, row: Int) {
+        if let scale {
+            let v = SIMD16<Float>(repeating: scale[row])
+            a *= v
+            b *= v
+        }
+        if roundToInteger {
+            a.round(.toNearestOrEven)
+            b.round(.toNearestOrEven)
+        }
+    }
+}
+
+/// Finishes rows of a whole tile: bias, `Scaling`, residual, clamp, swish, store.
+struct GemmRegisterFinish<Scaling: GemmRowScaling> {
     let c: UnsafeMutablePointer<Float>
     let ldc: Int
     let accumulate: Bool
@@ -138,9 +174,11 @@ struct GemmRegisterFinish {
     let swish: Bool
     let lower: SIMD16<Float>
     let upper: SIMD16<Float>
+    let scaling: Scaling
 
     @inline(__always)
     init(c: UnsafeMutablePointer<Float>, ldc: Int, accumulate: Bool, epilogue: GemmEpilogue?) {
+        scaling = Scaling(epilogue)
         self.c = c
         self.ldc = ldc
         self.accumulate = accumulate
@@ -166,6 +204,7 @@ struct GemmRegisterFinish {
             a += rb
             b += rb
         }
+        scaling.apply(&a, &b, row: r)
         if let residual {
             let src = UnsafeRawPointer(residual + r &* residualStride)
             a += src.loadUnaligned(as: SIMD16<Float>.self)
@@ -268,47 +307,14 @@ struct GemmTileStore {
     }
 
     /// A whole 6 × 32 tile whose epilogue changes each row by per-row values only (a requantizing
-    /// one: bias, scale, rounding, clamp): two vectors per row with every field read once per row,
-    /// instead of the general loop's per-vector checks. Kept out of the micro-kernel itself, which
-    /// must stay small enough for the compiler to inline its loads.
+    /// one): the register finish, with the requantization, on rows read back from the tile; the
+    /// general loop would check every field for every vector.
     @inline(__always)
     func wholeTile(_ acc: UnsafeRawPointer, _ e: GemmEpilogue) {
-        let lower = SIMD16<Float>(repeating: e.lowerBound), upper = SIMD16<Float>(repeating: e.upperBound)
+        let finish = GemmRegisterFinish<RowRequantization>(c: c, ldc: ldc, accumulate: accumulate, epilogue: e)
         for r in 0..<GemmTile.mr {
-            let dst = UnsafeMutableRawPointer(c + r &* ldc)
-            var a = acc.loadUnaligned(fromByteOffset: r &* (GemmTile.nr &* 4), as: SIMD16<Float>.self)
-            var b = acc.loadUnaligned(fromByteOffset: r &* (GemmTile.nr &* 4) &+ 64, as: SIMD16<Float>.self)
-            if accumulate {
-                a += dst.loadUnaligned(as: SIMD16<Float>.self)
-                b += dst.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
-            }
-            if let rb = e.rowBias {
-                let v = SIMD16<Float>(repeating: rb[r])
-                a += v
-                b += v
-            }
-            if let rs = e.rowScale {
-                let v = SIMD16<Float>(repeating: rs[r])
-                a *= v
-                b *= v
-            }
-            if e.roundToInteger {
-                a.round(.toNearestOrEven)
-                b.round(.toNearestOrEven)
-            }
-            if let res = e.residual {
-                let src = UnsafeRawPointer(res + r &* e.residualStride)
-                a += src.loadUnaligned(as: SIMD16<Float>.self)
-                b += src.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
-            }
-            a = simdClamp(a, lower, upper)
-            b = simdClamp(b, lower, upper)
-            if e.swish {
-                a *= simdSigmoid(a)
-                b *= simdSigmoid(b)
-            }
-            dst.storeBytes(of: a, as: SIMD16<Float>.self)
-            dst.storeBytes(of: b, toByteOffset: 64, as: SIMD16<Float>.self)
+            finish.row(acc.loadUnaligned(fromByteOffset: r &* (GemmTile.nr &* 4), as: SIMD16<Float>.self),
+                       acc.loadUnaligned(fromByteOffset: r &* (GemmTile.nr &* 4) &+ 64, as: SIMD16<Float>.self), r)
         }
     }
 
