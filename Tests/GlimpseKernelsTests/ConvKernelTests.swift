@@ -76,6 +76,50 @@ final class ConvKernelTests: XCTestCase {
         }
     }
 
+    /// `PhaseB`: strided, dilated, padded and unpadded convolutions computed over the flat output of
+    /// the phase planes, then compacted in two column ranges (as two threads would) and in two row
+    /// ranges. Some channel counts make K span several K blocks, and the flat output ends in a
+    /// column tail.
+    func testPhaseGemmMatchesReference() {
+        var rng = TestRandom(seed: 41)
+        for i in 0..<40 {
+            let cin = i % 4 == 0 ? rng.int(30...40) : rng.int(1...9), cout = rng.int(1...14)
+            let g = randomGeometry(&rng, channels: cin)
+            let planes = PhasePlanes(g)
+            let n = g.outHeight * planes.rowStride
+            let stride = PhaseB.channelStride(planes)
+            let x = AlignedBuffer(rng.floats(cin * g.inPixels)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
+            let bias = AlignedBuffer(rng.floats(cout))
+            let packed = AlignedBuffer(GemmPacking.packedACount(m: cout, k: g.patchSize))
+            GemmPacking.packA(wts.pointer, m: cout, k: g.patchSize, rowStride: g.patchSize, colStride: 1, into: packed.pointer)
+            // Garbage where the phases go: every value the GEMM reads must be written by `fill`.
+            let phases = AlignedBuffer([Float](repeating: .nan, count: cin * stride))
+            PhaseB.fill(planes, input: x.pointer, channels: 0..<cin / 2, phases: phases.pointer)
+            PhaseB.fill(planes, input: x.pointer, channels: cin / 2..<cin, phases: phases.pointer)
+            var taps = [Int](repeating: 0, count: g.kernelHeight * g.kernelWidth)
+            taps.withUnsafeMutableBufferPointer { planes.tapOffsets($0.baseAddress!) }
+            let flat = AlignedBuffer(cout * n), scratch = AlignedBuffer(GemmDriver.scratchCount(k: g.patchSize))
+            taps.withUnsafeBufferPointer { t in
+                GemmDriver.run(m: cout, n: n, k: g.patchSize, packedA: packed.pointer,
+                               b: PhaseB(phases: phases.pointer, channelStride: stride, tapOffsets: t.baseAddress!, taps: t.count),
+                               c: flat.pointer, ldc: n, epilogue: GemmEpilogue(rowBias: bias.pointer, lowerBound: 0),
+                               panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
+            }
+            let ref = AlignedBuffer(cout * g.outPixels)
+            conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                 geometry: g, groups: 1, outChannelsPerGroup: cout, lowerBound: 0)
+            let byColumns = AlignedBuffer([Float](repeating: .nan, count: cout * g.outPixels))
+            let half = n / 2
+            PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: 0..<half, planes: planes, into: byColumns.pointer)
+            PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: half..<n, planes: planes, into: byColumns.pointer)
+            assertClose(byColumns.array, ref.array, tolerance: 1e-4, "columns, \(g)")
+            let byRows = AlignedBuffer([Float](repeating: .nan, count: cout * g.outPixels))
+            PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout / 2, columns: 0..<n, planes: planes, into: byRows.pointer)
+            PhaseB.compact(flat.pointer, ldFlat: n, rows: cout / 2..<cout, columns: 0..<n, planes: planes, into: byRows.pointer)
+            assertClose(byRows.array, ref.array, tolerance: 1e-4, "rows, \(g)")
+        }
+    }
+
     /// `DirectConv` (short-reduction "same" convolutions) against the reference: output channel
     /// counts below, at and above the 8-channel block, planes whose pixel count is not a multiple
     /// of 16, bias, a residual and a clamp in the epilogue, and a second image read through the

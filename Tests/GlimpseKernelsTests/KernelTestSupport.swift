@@ -39,6 +39,8 @@ func assertClose(_ a: [Float], _ b: [Float], tolerance: Float = 1e-5, _ message:
     XCTAssertEqual(a.count, b.count, file: file, line: line)
     var diff: Float = 0, scale: Float = 1
     for i in 0..<min(a.count, b.count) {
+        // A NaN on one side only is an infinite difference (max would ignore it).
+        if a[i].isNaN != b[i].isNaN { diff = .infinity }
         diff = max(diff, abs(a[i] - b[i]))
         scale = max(scale, abs(b[i]))
     }

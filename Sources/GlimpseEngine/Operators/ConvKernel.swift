@@ -21,13 +21,42 @@ struct ConvKernel: Kernel {
     let workspace: UnsafeMutablePointer<Float>
     let scratchPerThread: Int
     let threads: Int
+    /// Offsets of the taps in the phase planes, for a convolution that reads its input through
+    /// `PhaseB` (empty otherwise).
+    let phaseTaps: [Int]
     let retain: [AnyObject]
 
-    /// Floats of the materialized im2col matrix this convolution uses (0 when it packs panels
-    /// straight from the input: pointwise, shifted-plane or too large).
-    static func im2colFloats(_ g: ConvGeometry, depthwise: Bool) -> Int {
+    /// Whether an ungrouped convolution whose im2col rows are not shifted copies of the input
+    /// (stride 2, an output narrower than the input) reads phase planes (`PhaseB`) instead of an
+    /// im2col matrix. The GEMM then computes Ho·Wq columns, Wq − Wo of each row junk, so the path
+    /// is taken where that waste is small; with a residual only where there is none (Wq = Wo: the
+    /// residual is read in the dense layout).
+    static func readsPhases(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> Bool {
+        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane else { return false }
+        let wq = PhasePlanes(g).rowStride
+        return residual ? wq == g.outWidth : wq * 7 <= g.outWidth * 8
+    }
+
+    /// Floats of workspace after the per-thread scratch that hold what the GEMM's B is packed from:
+    /// the materialized im2col matrix, or the phase planes and the flat output (`PhaseB`); 0 when
+    /// the convolution packs panels straight from the input (pointwise, shifted-plane, too large).
+    static func stagingFloats(_ g: ConvGeometry, depthwise: Bool, group: Int, outPerGroup m: Int, residual: Bool) -> Int {
+        if readsPhases(g, depthwise: depthwise, group: group, residual: residual) {
+            let planes = PhasePlanes(g)
+            let flat = planes.rowStride == g.outWidth ? 0 : m * g.outHeight * planes.rowStride
+            return g.inChannels * PhaseB.channelStride(planes) + flat
+        }
         let n = g.patchSize * g.outPixels
         return depthwise || g.isPointwise || g.isShiftedPlane || n > Im2colMatrix.maxFloats ? 0 : n
+    }
+
+    static func phaseTapOffsets(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> [Int] {
+        guard readsPhases(g, depthwise: depthwise, group: group, residual: residual) else { return [] }
+        let taps = g.kernelHeight * g.kernelWidth
+        return [Int](unsafeUninitializedCapacity: taps) { buffer, count in
+            if let base = buffer.baseAddress { PhasePlanes(g).tapOffsets(base) }
+            count = taps
+        }
     }
 
     /// The fused epilogue of output channels from `firstChannel` on (bias, requantization scale,
@@ -70,7 +99,8 @@ struct ConvKernel: Kernel {
     private func runPrescaled(_ pool: ThreadPool, _ inputScale: UnsafePointer<Float>) {
         let g = geometry
         let channels = batch * group * g.inChannels, pixels = g.inPixels
-        let copy = workspace + threads * scratchPerThread + Self.im2colFloats(g, depthwise: plain != nil)
+        let copy = workspace + threads * scratchPerThread
+            + Self.stagingFloats(g, depthwise: plain != nil, group: group, outPerGroup: outPerGroup, residual: residual != nil)
         let src = input
         let parts = min(threads, channels)
         pool.parallelFor(parts) { t in
@@ -82,7 +112,8 @@ struct ConvKernel: Kernel {
         let scaled = ConvKernel(
             input: copy, output: output, residual: residual, inputScale: nil, batch: batch, geometry: g, group: group,
             outPerGroup: outPerGroup, packed: packed, direct: direct, plain: plain, bias: bias, scale: scale,
-            activation: activation, workspace: workspace, scratchPerThread: scratchPerThread, threads: threads, retain: [])
+            activation: activation, workspace: workspace, scratchPerThread: scratchPerThread, threads: threads,
+            phaseTaps: phaseTaps, retain: [])
         scaled.run(pool)
     }
 
@@ -93,7 +124,11 @@ struct ConvKernel: Kernel {
             runDirect(pool, direct)
             return
         }
-        if Self.im2colFloats(g, depthwise: false) > 0 {
+        if !phaseTaps.isEmpty {
+            runPhased(pool, packed)
+            return
+        }
+        if Self.stagingFloats(g, depthwise: false, group: group, outPerGroup: outPerGroup, residual: residual != nil) > 0 {
             runMaterialized(pool, packed)
             return
         }
@@ -265,6 +300,49 @@ struct ConvKernel: Kernel {
                                    b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
                                    panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
                                    scratch: workspace + thread * scratchPerThread)
+                }
+            }
+        }
+    }
+
+    /// Phase planes per image (`PhaseB`), then GEMM over the flat output. Each task compacts the
+    /// part of the flat output it computed (its columns, or its rows for planes that split rows)
+    /// into the output while it is still in cache.
+    private func runPhased(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
+        let g = geometry
+        let planes = PhasePlanes(g)
+        let m = outPerGroup, n = g.outHeight * planes.rowStride, k = g.patchSize
+        let dense = planes.rowStride == g.outWidth
+        let channelStride = PhaseB.channelStride(planes)
+        let phases = workspace + threads * scratchPerThread
+        let flat = phases + g.inChannels * channelStride
+        let panels = GemmDriver.panelCount(n: n), rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
+        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
+        let splitRows = rowChunks >= threads
+        let units = splitRows ? rowTiles : panels
+        let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
+        let inImage = g.inChannels * g.inPixels, outImage = m * g.outPixels
+        let fills = min(threads, g.inChannels)
+        phaseTaps.withUnsafeBufferPointer { taps in
+            guard let offsets = taps.baseAddress else { return }
+            let b = PhaseB(phases: phases, channelStride: channelStride, tapOffsets: offsets, taps: taps.count)
+            for image in 0..<batch {
+                let src = input + image * inImage, dst = output + image * outImage
+                pool.parallelFor(fills) { t in
+                    PhaseB.fill(planes, input: src, channels: (g.inChannels * t / fills)..<(g.inChannels * (t + 1) / fills),
+                                phases: phases)
+                }
+                let epilogue = epilogue(firstChannel: 0, residualAt: image * outImage, residualStride: n)
+                pool.parallelTasks(chunks) { chunk, thread in
+                    let part = (units * chunk / chunks)..<(units * (chunk + 1) / chunks)
+                    GemmDriver.run(m: m, n: n, k: k, packedA: packed, b: b, c: dense ? dst : flat, ldc: n, epilogue: epilogue,
+                                   panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
+                                   scratch: workspace + thread * scratchPerThread)
+                    if !dense {
+                        let rows = splitRows ? (part.lowerBound * GemmTile.mr)..<min(m, part.upperBound * GemmTile.mr) : 0..<m
+                        let columns = splitRows ? 0..<n : (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr)
+                        PhaseB.compact(flat, ldFlat: n, rows: rows, columns: columns, planes: planes, into: dst)
+                    }
                 }
             }
         }

@@ -106,7 +106,10 @@ public final class ConvOp: Operator {
         let scaled = inputs.count > 4 && inputs[4] != .absent
             && !ConvKernel.scalesWhilePacking(g, depthwise: isDepthwise, group: group, requantizes: outputScale != nil)
         let copy = scaled ? ConvKernel.prescaledFloats(g, batch: x[0], group: group) : 0
-        return threads * (per + 16) + ConvKernel.im2colFloats(g, depthwise: isDepthwise) + copy + 16
+        let residual = inputs.count > 3 && inputs[3] != .absent
+        let staging = ConvKernel.stagingFloats(g, depthwise: isDepthwise, group: group, outPerGroup: outChannels / group,
+                                               residual: residual)
+        return threads * (per + 16) + staging + copy + 16
     }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
@@ -123,6 +126,7 @@ public final class ConvOp: Operator {
             plain: plainWeights.map { UnsafePointer($0.f32) }, bias: UnsafePointer(biasStorage.f32),
             scale: scaleStorage.map { UnsafePointer($0.f32) },
             activation: activation, workspace: ctx.workspace, scratchPerThread: per / 16 * 16, threads: ctx.threads,
+            phaseTaps: ConvKernel.phaseTapOffsets(geometry, depthwise: isDepthwise, group: group, residual: residual != nil),
             retain: [packed as AnyObject?, direct, plainWeights?.storage, biasStorage.storage, scaleStorage?.storage].compactMap { $0 })
     }
 }

@@ -1,0 +1,84 @@
+@testable import GlimpseEngine
+import GlimpseKernels
+import GlimpseTensor
+import XCTest
+
+/// Convolutions that read phase planes (`PhaseB`): stride 2 with and without padding, a 7×7 stem,
+/// a strided 1×1 with a residual, and a stride-1 convolution without padding, run through the
+/// engine on one and two threads and two images, against the scalar reference.
+final class StridedConvTests: XCTestCase {
+    private struct Case {
+        let cin, cout, h, w, kernel, stride, pad: Int
+        var residual = false
+    }
+
+    private func values(_ n: Int, _ seed: Int) -> [Float] {
+        (0..<n).map { Float(sin(Double($0 * 13 + seed * 101))) }
+    }
+
+    private func check(_ c: Case, batch: Int, threads: Int) throws {
+        let window = WindowAttributes(strides: [c.stride, c.stride], pads: [c.pad, c.pad, c.pad, c.pad])
+        let g = try window.geometry(channels: c.cin, h: c.h, w: c.w, kernel: [c.kernel, c.kernel])
+        XCTAssertTrue(ConvKernel.readsPhases(g, depthwise: false, group: 1, residual: c.residual), "\(c) takes another path")
+        let graph = Graph(name: "strided")
+        let op = ConvOp(window: window, group: 1)
+        op.activation = Activation(lower: 0)
+        let weights = values(c.cout * g.patchSize, 1), bias = values(c.cout, 2)
+        let x = graph.addValue(name: "x"), r = graph.addValue(name: "r"), y = graph.addValue(name: "y")
+        let w = graph.addValue(name: "w", constant: Tensor(shape: [c.cout, c.cin, c.kernel, c.kernel], floats: weights))
+        let b = graph.addValue(name: "b", constant: Tensor(shape: [c.cout], floats: bias))
+        graph.inputs = [(x, TensorSpec(name: "x", shape: [-1, c.cin, c.h, c.w], dtype: .float32))]
+        if c.residual {
+            graph.inputs.append((r, TensorSpec(name: "r", shape: [-1, c.cout, g.outHeight, g.outWidth], dtype: .float32)))
+        }
+        graph.nodes = [Graph.Node(op: op, inputs: [x, w, b] + (c.residual ? [r] : []), outputs: [y], name: "conv")]
+        graph.outputs = [(y, .float32)]
+        try op.prepare(constants: graph.nodes[0].inputs.map { graph.constant($0) })
+
+        let image = c.cin * g.inPixels, outImage = c.cout * g.outPixels
+        let input = values(batch * image, 3), residual = values(batch * outImage, 4)
+        let plan = try ExecutionPlan(graph: graph, batch: batch, threads: threads)
+        plan.inputTensors[0].f32.update(from: input, count: input.count)
+        if c.residual { plan.inputTensors[1].f32.update(from: residual, count: residual.count) }
+        plan.execute(ThreadPool(threads: threads))
+        let got = plan.outputTensors[0].floats()
+
+        var expected = [Float](repeating: 0, count: batch * outImage)
+        for item in 0..<batch {
+            input.withUnsafeBufferPointer { xp in weights.withUnsafeBufferPointer { wp in bias.withUnsafeBufferPointer { bp in
+                expected.withUnsafeMutableBufferPointer { out in
+                    conv2d_f32_reference(input: xp.baseAddress! + item * image, weights: wp.baseAddress!, bias: bp.baseAddress!,
+                                         output: out.baseAddress! + item * outImage, geometry: g, groups: 1,
+                                         outChannelsPerGroup: c.cout)
+                }
+            } } }
+        }
+        for i in 0..<expected.count { expected[i] = max(0, expected[i] + (c.residual ? residual[i] : 0)) }
+        XCTAssertEqual(got.count, expected.count)
+        var worst: Float = 0, scale: Float = 1
+        for (a, e) in zip(got, expected) {
+            worst = max(worst, abs(a - e))
+            scale = max(scale, abs(e))
+        }
+        XCTAssertLessThan(worst / scale, 1e-5, "\(c), batch \(batch), \(threads) threads")
+    }
+
+    func testStridedConvolutionsMatchReference() throws {
+        let cases = [
+            // 14×14 → 7×7, 8 flat columns per row: two panels; 200 outputs split rows across threads.
+            Case(cin: 20, cout: 200, h: 14, w: 14, kernel: 3, stride: 2, pad: 1),
+            // No padding, an odd plane (squeezenet's first layer, smaller).
+            Case(cin: 3, cout: 64, h: 47, w: 47, kernel: 3, stride: 2, pad: 0),
+            // A 7×7 stem; K = 147 in one block.
+            Case(cin: 3, cout: 16, h: 80, w: 80, kernel: 7, stride: 2, pad: 3),
+            // K over several blocks (40·9 = 360), stride 1 without padding (output narrower).
+            Case(cin: 40, cout: 13, h: 30, w: 30, kernel: 3, stride: 1, pad: 0),
+            // Strided 1×1 with a residual: the flat output is the dense one.
+            Case(cin: 24, cout: 40, h: 15, w: 15, kernel: 1, stride: 2, pad: 0, residual: true),
+        ]
+        for c in cases {
+            try check(c, batch: 1, threads: 1)
+            try check(c, batch: 2, threads: 2)
+        }
+    }
+}
