@@ -4,8 +4,9 @@ import GlimpseTensor
 import XCTest
 
 /// Convolutions that read phase planes (`PhaseB`): stride 2 with and without padding, a 7×7 stem,
-/// a strided 1×1 with a residual, and a stride-1 convolution without padding, run through the
-/// engine on one and two threads and two images, against the scalar reference.
+/// a residual, and a stride-1 convolution without padding, over the output's
+/// pixels and over the flat output, run through the engine on one and two threads and two images,
+/// against the scalar reference.
 final class StridedConvTests: XCTestCase {
     private struct Case {
         let cin, cout, h, w, kernel, stride, pad: Int
@@ -67,14 +68,15 @@ final class StridedConvTests: XCTestCase {
         let cases = [
             // 14×14 → 7×7, 8 flat columns per row: two panels; 200 outputs split rows across threads.
             Case(cin: 20, cout: 200, h: 14, w: 14, kernel: 3, stride: 2, pad: 1),
-            // No padding, an odd plane (squeezenet's first layer, smaller).
-            Case(cin: 3, cout: 64, h: 47, w: 47, kernel: 3, stride: 2, pad: 0),
+            // No padding, an odd plane (squeezenet's first layer, smaller): 39 output columns, the
+            // GEMM's columns are the output's pixels and some panels cross a row end.
+            Case(cin: 3, cout: 64, h: 80, w: 80, kernel: 3, stride: 2, pad: 0),
             // A 7×7 stem; K = 147 in one block.
             Case(cin: 3, cout: 16, h: 80, w: 80, kernel: 7, stride: 2, pad: 3),
             // K over several blocks (40·9 = 360), stride 1 without padding (output narrower).
             Case(cin: 40, cout: 13, h: 30, w: 30, kernel: 3, stride: 1, pad: 0),
-            // Strided 1×1 with a residual: the flat output is the dense one.
-            Case(cin: 24, cout: 40, h: 15, w: 15, kernel: 1, stride: 2, pad: 0, residual: true),
+            // A residual, read in the output's layout.
+            Case(cin: 8, cout: 24, h: 80, w: 80, kernel: 3, stride: 2, pad: 1, residual: true),
         ]
         for c in cases {
             try check(c, batch: 1, threads: 1)

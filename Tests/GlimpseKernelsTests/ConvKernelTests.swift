@@ -78,13 +78,19 @@ final class ConvKernelTests: XCTestCase {
 
     /// `PhaseB`: strided, dilated, padded and unpadded convolutions computed over the flat output of
     /// the phase planes, then compacted in two column ranges (as two threads would) and in two row
-    /// ranges. Some channel counts make K span several K blocks, and the flat output ends in a
-    /// column tail.
+    /// ranges; and, where the output is wide enough, over the output's own pixels (panels that cross
+    /// a row end). Some channel counts make K span several K blocks, and the columns end in a tail.
     func testPhaseGemmMatchesReference() {
         var rng = TestRandom(seed: 41)
-        for i in 0..<40 {
+        var denseCases = 0
+        for i in 0..<45 {
             let cin = i % 4 == 0 ? rng.int(30...40) : rng.int(1...9), cout = rng.int(1...14)
-            let g = randomGeometry(&rng, channels: cin)
+            var g = randomGeometry(&rng, channels: cin)
+            if i % 3 == 0 {
+                // Wide outputs (32 to 70 pixels), as a network's first layers have.
+                g.inWidth = rng.int(64...140)
+                g.outWidth = (g.inWidth + 2 * g.padLeft - (g.kernelWidth - 1) * g.dilationW - 1) / g.strideW + 1
+            }
             let planes = PhasePlanes(g)
             let n = g.outHeight * planes.rowStride
             let stride = PhaseB.channelStride(planes)
@@ -99,15 +105,27 @@ final class ConvKernelTests: XCTestCase {
             var taps = [Int](repeating: 0, count: g.kernelHeight * g.kernelWidth)
             taps.withUnsafeMutableBufferPointer { planes.tapOffsets($0.baseAddress!) }
             let flat = AlignedBuffer(cout * n), scratch = AlignedBuffer(GemmDriver.scratchCount(k: g.patchSize))
-            taps.withUnsafeBufferPointer { t in
-                GemmDriver.run(m: cout, n: n, k: g.patchSize, packedA: packed.pointer,
-                               b: PhaseB(phases: phases.pointer, channelStride: stride, tapOffsets: t.baseAddress!, taps: t.count),
-                               c: flat.pointer, ldc: n, epilogue: GemmEpilogue(rowBias: bias.pointer, lowerBound: 0),
-                               panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
+            func gemm(flat isFlat: Bool, columns: Int, into c: UnsafeMutablePointer<Float>) {
+                taps.withUnsafeBufferPointer { t in
+                    GemmDriver.run(m: cout, n: columns, k: g.patchSize, packedA: packed.pointer,
+                                   b: PhaseB(phases: phases.pointer, channelStride: stride, tapOffsets: t.baseAddress!,
+                                             taps: t.count, planes: planes, flat: isFlat),
+                                   c: c, ldc: columns, epilogue: GemmEpilogue(rowBias: bias.pointer, lowerBound: 0),
+                                   panels: 0..<GemmDriver.panelCount(n: columns), scratch: scratch.pointer)
+                }
             }
+            gemm(flat: true, columns: n, into: flat.pointer)
             let ref = AlignedBuffer(cout * g.outPixels)
             conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                  geometry: g, groups: 1, outChannelsPerGroup: cout, lowerBound: 0)
+            if PhaseB.readsDense(planes) {
+                let dense = AlignedBuffer(cout * g.outPixels)
+                gemm(flat: false, columns: g.outPixels, into: dense.pointer)
+                assertClose(dense.array, ref.array, tolerance: 1e-4, "dense, \(g)")
+                denseCases += 1
+            } else {
+                XCTAssertTrue(g.outWidth < GemmTile.nr, "\(g)")
+            }
             let byColumns = AlignedBuffer([Float](repeating: .nan, count: cout * g.outPixels))
             let half = n / 2
             PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: 0..<half, planes: planes, into: byColumns.pointer)
@@ -118,6 +136,7 @@ final class ConvKernelTests: XCTestCase {
             PhaseB.compact(flat.pointer, ldFlat: n, rows: cout / 2..<cout, columns: 0..<n, planes: planes, into: byRows.pointer)
             assertClose(byRows.array, ref.array, tolerance: 1e-4, "rows, \(g)")
         }
+        XCTAssertGreaterThanOrEqual(denseCases, 10)
     }
 
     /// `DirectConv` (short-reduction "same" convolutions) against the reference: output channel

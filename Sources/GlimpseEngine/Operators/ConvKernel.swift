@@ -28,13 +28,17 @@ struct ConvKernel: Kernel {
 
     /// Whether an ungrouped convolution whose im2col rows are not shifted copies of the input
     /// (stride 2, an output narrower than the input) reads phase planes (`PhaseB`) instead of an
-    /// im2col matrix. The GEMM then computes Ho·Wq columns, Wq − Wo of each row junk, so the path
-    /// is taken where that waste is small; with a residual only where there is none (Wq = Wo: the
-    /// residual is read in the dense layout).
+    /// im2col matrix. Outputs at least 32 wide always do, with the output's pixels as the GEMM's
+    /// columns. Narrower ones compute the flat output (Wq − Wo junk columns per row) and compact
+    /// it, which pays where the waste is small, the reduction long enough for the extra copy not to
+    /// matter (measured: a 27-long one lost 20 %), and there is no residual to read in that layout.
+    /// A strided 1×1 convolution reads one phase of the input; filling all of them made ResNet-50's
+    /// three 6–9 % slower than the im2col matrix (which then holds just that phase), so they keep it.
     static func readsPhases(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> Bool {
-        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane else { return false }
-        let wq = PhasePlanes(g).rowStride
-        return residual ? wq == g.outWidth : wq * 7 <= g.outWidth * 8
+        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1 else { return false }
+        let planes = PhasePlanes(g)
+        if PhaseB.readsDense(planes) { return true }
+        return !residual && g.patchSize >= 128 && planes.rowStride * 7 <= g.outWidth * 8
     }
 
     /// Floats of workspace after the per-thread scratch that hold what the GEMM's B is packed from:
@@ -43,7 +47,7 @@ struct ConvKernel: Kernel {
     static func stagingFloats(_ g: ConvGeometry, depthwise: Bool, group: Int, outPerGroup m: Int, residual: Bool) -> Int {
         if readsPhases(g, depthwise: depthwise, group: group, residual: residual) {
             let planes = PhasePlanes(g)
-            let flat = planes.rowStride == g.outWidth ? 0 : m * g.outHeight * planes.rowStride
+            let flat = PhaseB.readsDense(planes) ? 0 : m * g.outHeight * planes.rowStride
             return g.inChannels * PhaseB.channelStride(planes) + flat
         }
         let n = g.patchSize * g.outPixels
@@ -305,14 +309,14 @@ struct ConvKernel: Kernel {
         }
     }
 
-    /// Phase planes per image (`PhaseB`), then GEMM over the flat output. Each task compacts the
-    /// part of the flat output it computed (its columns, or its rows for planes that split rows)
-    /// into the output while it is still in cache.
+    /// Phase planes per image (`PhaseB`), then GEMM over the output's pixels or, for narrow
+    /// outputs, over the flat output; each task then compacts the part of the flat output it
+    /// computed (its columns, or its rows for planes that split rows) while it is still in cache.
     private func runPhased(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
         let g = geometry
         let planes = PhasePlanes(g)
-        let m = outPerGroup, n = g.outHeight * planes.rowStride, k = g.patchSize
-        let dense = planes.rowStride == g.outWidth
+        let dense = PhaseB.readsDense(planes)
+        let m = outPerGroup, n = dense ? g.outPixels : g.outHeight * planes.rowStride, k = g.patchSize
         let channelStride = PhaseB.channelStride(planes)
         let phases = workspace + threads * scratchPerThread
         let flat = phases + g.inChannels * channelStride
@@ -325,7 +329,8 @@ struct ConvKernel: Kernel {
         let fills = min(threads, g.inChannels)
         phaseTaps.withUnsafeBufferPointer { taps in
             guard let offsets = taps.baseAddress else { return }
-            let b = PhaseB(phases: phases, channelStride: channelStride, tapOffsets: offsets, taps: taps.count)
+            let b = PhaseB(phases: phases, channelStride: channelStride, tapOffsets: offsets, taps: taps.count,
+                           planes: planes, flat: !dense)
             for image in 0..<batch {
                 let src = input + image * inImage, dst = output + image * outImage
                 pool.parallelFor(fills) { t in
