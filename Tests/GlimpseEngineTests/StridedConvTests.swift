@@ -66,8 +66,8 @@ final class StridedConvTests: XCTestCase {
 
     func testStridedConvolutionsMatchReference() throws {
         let cases = [
-            // 14×14 → 7×7, 8 flat columns per row: two panels; 200 outputs split rows across threads.
-            Case(cin: 20, cout: 200, h: 14, w: 14, kernel: 3, stride: 2, pad: 1),
+            // 28×28 → 14×14, 15 flat columns per row: 7 panels; 200 outputs split rows across threads.
+            Case(cin: 20, cout: 200, h: 28, w: 28, kernel: 3, stride: 2, pad: 1),
             // No padding, an odd plane (squeezenet's first layer, smaller): 39 output columns, the
             // GEMM's columns are the output's pixels and some panels cross a row end.
             Case(cin: 3, cout: 64, h: 80, w: 80, kernel: 3, stride: 2, pad: 0),

@@ -30,15 +30,16 @@ struct ConvKernel: Kernel {
     /// (stride 2, an output narrower than the input) reads phase planes (`PhaseB`) instead of an
     /// im2col matrix. Outputs at least 32 wide always do, with the output's pixels as the GEMM's
     /// columns. Narrower ones compute the flat output (Wq − Wo junk columns per row) and compact
-    /// it, which pays where the waste is small, the reduction long enough for the extra copy not to
-    /// matter (measured: a 27-long one lost 20 %), and there is no residual to read in that layout.
+    /// it, which pays where the waste is at most 1/8 (ResNet-50's 14 → 7 layer, 1/7, lost 5 %), the
+    /// reduction long enough for the extra copy not to matter (a 27-long one lost 20 %), and there
+    /// is no residual to read in that layout.
     /// A strided 1×1 convolution reads one phase of the input; filling all of them made ResNet-50's
     /// three 6–9 % slower than the im2col matrix (which then holds just that phase), so they keep it.
     static func readsPhases(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> Bool {
         guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1 else { return false }
         let planes = PhasePlanes(g)
         if PhaseB.readsDense(planes) { return true }
-        return !residual && g.patchSize >= 128 && planes.rowStride * 7 <= g.outWidth * 8
+        return !residual && g.patchSize >= 128 && planes.rowStride * 8 <= g.outWidth * 9
     }
 
     /// Floats of workspace after the per-thread scratch that hold what the GEMM's B is packed from:
