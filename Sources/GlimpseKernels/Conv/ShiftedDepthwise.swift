@@ -15,9 +15,10 @@ public enum ShiftedDepthwise {
         g.isShiftedPlane && g.outPixels <= maxPixels
     }
 
-    /// Floats of scratch one `run` needs: per 16-pixel block its lane rows and columns.
+    /// Floats of scratch one `run` needs: per 16-pixel block, per tap, which lanes read inside the
+    /// plane.
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        32 * ((g.outPixels + 15) / 16) + 16
+        16 * g.kernelHeight * g.kernelWidth * ((g.outPixels + 15) / 16) + 16
     }
 
     /// Floats of `pack`'s output for `channels` channels of `taps` taps.
@@ -52,14 +53,22 @@ public enum ShiftedDepthwise {
         let taps = g.kernelHeight * g.kernelWidth, pixels = g.inPixels, n = g.outPixels
         let blocks = blocks ?? 0..<(n + 15) / 16
         guard !channels.isEmpty, !blocks.isEmpty else { return }
-        // Per block, its lanes' rows and columns (computed once for all channels: the division in
-        // `ShiftedLanes` is a long dependency chain).
-        let table = scratch
+        // Per block and tap, the lanes that read inside the plane, as 1 / 0 floats (computed once
+        // for all channels: from the lanes' rows and columns, a chain of a conversion, an add and
+        // two compares per tap that, left in the tap loop, cost several times its loads and FMAs;
+        // a float compare, where an integer one compiled to a loop over the lanes).
+        let table = UnsafeMutableRawPointer(scratch)
         for block in blocks {
             let lanes = ShiftedLanes(first: block * 16, count: min(16, n - block * 16), width: g.inWidth)
-            let entry = table + 32 * (block - blocks.lowerBound)
-            UnsafeMutableRawPointer(entry).storeBytes(of: lanes.rows, as: SIMD16<Float>.self)
-            UnsafeMutableRawPointer(entry + 16).storeBytes(of: lanes.cols, as: SIMD16<Float>.self)
+            var entry = table + 64 * taps * (block - blocks.lowerBound)
+            for kh in 0..<g.kernelHeight {
+                let rowInside = lanes.rowInside(dy: kh * g.dilationH - g.padTop, height: g.inHeight)
+                for kw in 0..<g.kernelWidth {
+                    let inside = rowInside .& lanes.colInside(dx: kw * g.dilationW - g.padLeft, width: g.inWidth)
+                    entry.storeBytes(of: SIMD16<Float>().replacing(with: 1, where: inside), as: SIMD16<Float>.self)
+                    entry += 64
+                }
+            }
         }
         var c0 = channels.lowerBound
         while c0 < channels.upperBound {
@@ -68,7 +77,7 @@ public enum ShiftedDepthwise {
             // its last channel instead of branching, and the repeats are not stored.
             @inline(__always) func plane(_ i: Int) -> Int { (c0 &+ Swift.min(i, count &- 1)) &* pixels }
             runBlocks(input: input, readable: readable, packed: weights + c0 / channelBlock * taps * channelBlock,
-                      lanes: UnsafePointer(table),
+                      masks: UnsafeRawPointer(table),
                       planes: (plane(0), plane(1), plane(2), plane(3), plane(4), plane(5), plane(6), plane(7)),
                       c0: c0, count: count, pixels: (blocks.lowerBound * 16)..<min(n, blocks.upperBound * 16),
                       geometry: g, output: output,
@@ -81,7 +90,7 @@ public enum ShiftedDepthwise {
     /// whose lane table entry is the table's first); the epilogue's row 0 is channel `c0`.
     @inline(__always)
     private static func runBlocks(input: UnsafePointer<Float>, readable: Range<Int>, packed: UnsafePointer<Float>,
-                                  lanes table: UnsafePointer<Float>,
+                                  masks table: UnsafeRawPointer,
                                   planes: (Int, Int, Int, Int, Int, Int, Int, Int), c0: Int, count: Int,
                                   pixels: Range<Int>, geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>,
                                   epilogue: GemmEpilogue) {
@@ -90,38 +99,50 @@ public enum ShiftedDepthwise {
         var j0 = pixels.lowerBound
         while j0 < pixels.upperBound {
             let lanesHere = min(16, pixels.upperBound - j0)
-            let entry = UnsafeRawPointer(table + 2 * (j0 - pixels.lowerBound))
-            let lanes = ShiftedLanes(rows: entry.loadUnaligned(as: SIMD16<Float>.self),
-                                     cols: entry.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self))
+            let masks = table + 4 * g.kernelHeight * g.kernelWidth * (j0 - pixels.lowerBound)
             var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
             var a4 = SIMD16<Float>(), a5 = SIMD16<Float>(), a6 = SIMD16<Float>(), a7 = SIMD16<Float>()
-            for kh in 0..<g.kernelHeight {
-                let dy = kh &* g.dilationH &- g.padTop
-                let rowInside = lanes.rowInside(dy: dy, height: g.inHeight)
-                for kw in 0..<g.kernelWidth {
-                    let wt = packed + (kh &* g.kernelWidth &+ kw) &* channelBlock
-                    let dx = kw &* g.dilationW &- g.padLeft
-                    let inside = rowInside .& lanes.colInside(dx: dx, width: g.inWidth)
-                    let start = j0 &+ dy &* g.inWidth &+ dx
-                    if p0 &+ start >= readable.lowerBound && p7 &+ start &+ 16 <= readable.upperBound {
-                        // All 8 whole-vector loads stay in the readable memory (nearly always).
-                        a0.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p0 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[0]))
-                        a1.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p1 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[1]))
-                        a2.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p2 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[2]))
-                        a3.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p3 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[3]))
-                        a4.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p4 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[4]))
-                        a5.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p5 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[5]))
-                        a6.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p6 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[6]))
-                        a7.addProduct(SIMD16<Float>().replacing(with: UnsafeRawPointer(input + (p7 &+ start)).loadUnaligned(as: SIMD16<Float>.self), where: inside),
-                                        SIMD16(repeating: wt[7]))
-                    } else {
+            // Whether every tap's 8 whole-vector loads stay in the readable memory (nearly always),
+            // decided once per block: a check per tap and plane compiled to a compare and branch
+            // around every load, three times the instructions of the FMAs themselves.
+            let first = j0 &- g.padTop &* g.inWidth &- g.padLeft
+            let last = first &+ (g.kernelHeight &- 1) &* g.dilationH &* g.inWidth &+ (g.kernelWidth &- 1) &* g.dilationW
+            if p0 &+ first >= readable.lowerBound && p7 &+ last &+ 16 <= readable.upperBound {
+                let b0 = UnsafeRawPointer(input + (p0 &+ j0)), b1 = UnsafeRawPointer(input + (p1 &+ j0))
+                let b2 = UnsafeRawPointer(input + (p2 &+ j0)), b3 = UnsafeRawPointer(input + (p3 &+ j0))
+                let b4 = UnsafeRawPointer(input + (p4 &+ j0)), b5 = UnsafeRawPointer(input + (p5 &+ j0))
+                let b6 = UnsafeRawPointer(input + (p6 &+ j0)), b7 = UnsafeRawPointer(input + (p7 &+ j0))
+                for kh in 0..<g.kernelHeight {
+                    let dy = kh &* g.dilationH &- g.padTop
+                    for kw in 0..<g.kernelWidth {
+                        let t = kh &* g.kernelWidth &+ kw
+                        let wt = packed + t &* channelBlock
+                        let dx = kw &* g.dilationW &- g.padLeft
+                        let inside = masks.load(fromByteOffset: t &* 64, as: SIMD16<Float>.self) .> 0
+                        let offset = (dy &* g.inWidth &+ dx) &* 4
+                        @inline(__always) func tap(_ base: UnsafeRawPointer) -> SIMD16<Float> {
+                            SIMD16<Float>().replacing(with: base.loadUnaligned(fromByteOffset: offset, as: SIMD16<Float>.self), where: inside)
+                        }
+                        a0.addProduct(tap(b0), SIMD16(repeating: wt[0]))
+                        a1.addProduct(tap(b1), SIMD16(repeating: wt[1]))
+                        a2.addProduct(tap(b2), SIMD16(repeating: wt[2]))
+                        a3.addProduct(tap(b3), SIMD16(repeating: wt[3]))
+                        a4.addProduct(tap(b4), SIMD16(repeating: wt[4]))
+                        a5.addProduct(tap(b5), SIMD16(repeating: wt[5]))
+                        a6.addProduct(tap(b6), SIMD16(repeating: wt[6]))
+                        a7.addProduct(tap(b7), SIMD16(repeating: wt[7]))
+                    }
+                }
+            } else {
+                // Near the ends of the tensor: loads that would leave the readable memory go lane by lane.
+                for kh in 0..<g.kernelHeight {
+                    let dy = kh &* g.dilationH &- g.padTop
+                    for kw in 0..<g.kernelWidth {
+                        let t = kh &* g.kernelWidth &+ kw
+                        let wt = packed + t &* channelBlock
+                        let dx = kw &* g.dilationW &- g.padLeft
+                        let inside = masks.load(fromByteOffset: t &* 64, as: SIMD16<Float>.self) .> 0
+                        let start = j0 &+ dy &* g.inWidth &+ dx
                         a0.addProduct(ShiftedLanes.load(input, p0 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[0]))
                         a1.addProduct(ShiftedLanes.load(input, p1 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[1]))
                         a2.addProduct(ShiftedLanes.load(input, p2 &+ start, readable: readable, inside: inside), SIMD16(repeating: wt[2]))
@@ -133,21 +154,50 @@ public enum ShiftedDepthwise {
                     }
                 }
             }
-            @inline(__always)
-            func finish(_ acc: SIMD16<Float>, _ i: Int) {
+            let out = output + (c0 &* n &+ j0)
+            if lanesHere == 16 {
+                // Whole vectors, in line: an out-of-line store per channel (the short-block case
+                // below) took a third of a 3×3 layer's time in calls and argument shuffles.
+                @inline(__always) func store(_ acc: SIMD16<Float>, _ i: Int) {
+                    UnsafeMutableRawPointer(out + i &* n).storeBytes(of: epilogue.apply(acc, row: i, col: j0), as: SIMD16<Float>.self)
+                }
+                store(a0, 0)
+                if count > 1 { store(a1, 1) }
+                if count > 2 { store(a2, 2) }
+                if count > 3 { store(a3, 3) }
+                if count > 4 { store(a4, 4) }
+                if count > 5 { store(a5, 5) }
+                if count > 6 { store(a6, 6) }
+                if count > 7 { store(a7, 7) }
+            } else {
                 // Lane by lane at a short block: a whole vector would run into the next channel's plane.
-                guard i < count else { return }
-                epilogue.store(acc, row: i, col: j0, lanes: lanesHere, to: output + (c0 + i) * n + j0)
+                storePartial((a0, a1, a2, a3, a4, a5, a6, a7), count: count, lanes: lanesHere, col: j0,
+                             epilogue: epilogue, output: out, planeStride: n)
             }
-            finish(a0, 0)
-            finish(a1, 1)
-            finish(a2, 2)
-            finish(a3, 3)
-            finish(a4, 4)
-            finish(a5, 5)
-            finish(a6, 6)
-            finish(a7, 7)
             j0 += 16
+        }
+    }
+
+    /// The first `lanes` pixels of a short block, for the first `count` of 8 channels.
+    @inline(never)
+    private static func storePartial(_ acc: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>,
+                                             SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>),
+                                     count: Int, lanes: Int, col: Int, epilogue: GemmEpilogue,
+                                     output: UnsafeMutablePointer<Float>, planeStride: Int) {
+        // Without per-column operands the epilogue reads nothing past the lanes: applied to whole
+        // vectors, stored lane by lane.
+        let vector = epilogue.residual == nil && epilogue.colBias == nil && epilogue.colScale == nil
+        withUnsafeBytes(of: acc) { raw in
+            for i in 0..<count {
+                let a = raw.loadUnaligned(fromByteOffset: i * 64, as: SIMD16<Float>.self)
+                let dst = output + i * planeStride
+                if vector {
+                    let v = epilogue.apply(a, row: i, col: col)
+                    for t in 0..<lanes { dst[t] = v[t] }
+                } else {
+                    epilogue.store(a, row: i, col: col, lanes: lanes, to: dst)
+                }
+            }
         }
     }
 }
