@@ -155,7 +155,7 @@ struct ConvKernel: Kernel {
         // panels, a run of row tiles: threads splitting a short row would share a cache line of
         // C in every row.
         let rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
-        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
+        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
         let splitRows = images < threads * 2 && rowChunks >= threads
         // One task per image when there are enough of them, else enough runs per image for
         // `tasksPerThread` tasks per thread.
@@ -210,9 +210,16 @@ struct ConvKernel: Kernel {
     /// How many runs of row tiles to split a GEMM into, or 0 to split it by columns. Planes of
     /// fewer than 8 column panels (256 pixels: 16×16 and below) split rows of C between threads,
     /// which then never share a cache line inside a row. Each run packs all of B again, which
-    /// costs about as much as 27 rows of C, so runs are at least 16 tiles (96 rows) each.
-    static func rowChunks(rowTiles: Int, panels: Int) -> Int {
-        panels < 8 ? rowTiles / 16 : 0
+    /// costs about as much as 27 rows of C, so runs are at least 16 tiles (96 rows) each, and
+    /// their number is a multiple of the threads: 5 runs of a 512-channel layer on two threads
+    /// left one thread 3 of them, and one thread worked 60 % of the time. Too few tiles for 16
+    /// per thread still split into one run per thread when each gets 4 tiles or more: split by
+    /// columns instead, a 7×7 plane's two panels (32 and 17 columns) gave one thread two thirds.
+    static func rowChunks(rowTiles: Int, panels: Int, threads: Int) -> Int {
+        guard panels < 8 else { return 0 }
+        let runs = rowTiles / 16
+        if runs >= threads { return runs / threads * threads }
+        return threads > 1 && rowTiles >= 4 * threads ? threads : runs
     }
 
     /// Splits `items` × `unitsPerItem` units of work into `tasks` contiguous runs (at least one) and
@@ -279,7 +286,7 @@ struct ConvKernel: Kernel {
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
         let columns = workspace + threads * scratchPerThread
-        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
+        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
         let splitRows = rowChunks >= threads
         let units = splitRows ? rowTiles : panels
         let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
@@ -322,7 +329,7 @@ struct ConvKernel: Kernel {
         let phases = workspace + threads * scratchPerThread
         let flat = phases + g.inChannels * channelStride
         let panels = GemmDriver.panelCount(n: n), rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
-        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels)
+        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
         let splitRows = rowChunks >= threads
         let units = splitRows ? rowTiles : panels
         let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
