@@ -27,82 +27,46 @@ public func gemm_f32_6x32_avx512(
     var k = kc
     // 17 columns (a 7×7 plane's 49 end in 17, a 55×55 plane's 3025 too): the first 16 as a half
     // panel, the 17th with one 8-lane FMA per step over the 6 rows of A; 7 FMAs per step, not 12.
-    // Steps alternate between two sets of accumulators (the second in the unused half), so the
-    // FMAs are not held up by their own latency (as for the tails of at most 16 below).
     if cols == 17 {
-        var extra = SIMD8<Float>(), extra2 = SIMD8<Float>()
-        @inline(__always) func step(_ rows: SIMD8<Float>, _ r0: inout SIMD16<Float>, _ r1: inout SIMD16<Float>,
-                                    _ r2: inout SIMD16<Float>, _ r3: inout SIMD16<Float>, _ r4: inout SIMD16<Float>,
-                                    _ r5: inout SIMD16<Float>, _ e: inout SIMD8<Float>) {
+        var extra = SIMD8<Float>()
+        @inline(__always) func step(_ rows: SIMD8<Float>) {
             let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
-            r0.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
-            r1.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
-            r2.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
-            r3.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
-            r4.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
-            r5.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
-            e.addProduct(rows, SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 64, as: Float.self)))
+            c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
+            c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
+            c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
+            c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
+            c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
+            c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
+            extra.addProduct(rows, SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 64, as: Float.self)))
             ap += 24
             bp += 128
         }
         // The 8-lane load of A's 6 rows reads 2 floats past them, the next step's; the last step
         // reads its 6 one by one.
-        while k > 2 {
-            step(ap.loadUnaligned(as: SIMD8<Float>.self), &c00, &c10, &c20, &c30, &c40, &c50, &extra)
-            step(ap.loadUnaligned(as: SIMD8<Float>.self), &c01, &c11, &c21, &c31, &c41, &c51, &extra2)
-            k -= 2
-        }
-        if k == 2 {
-            step(ap.loadUnaligned(as: SIMD8<Float>.self), &c00, &c10, &c20, &c30, &c40, &c50, &extra)
-            k = 1
+        while k > 1 {
+            step(ap.loadUnaligned(as: SIMD8<Float>.self))
+            k -= 1
         }
         if k == 1 {
-            step(GemmTail.sixRows(ap), &c01, &c11, &c21, &c31, &c41, &c51, &extra2)
+            step(GemmTail.sixRows(ap))
             k = 0
         }
-        c00 += c01; c10 += c11; c20 += c21; c30 += c31; c40 += c41; c50 += c51
-        extra += extra2
-        c01 = SIMD16<Float>(); c11 = c01; c21 = c01; c31 = c01; c41 = c01; c51 = c01
         c01[0] = extra[0]; c11[0] = extra[1]; c21[0] = extra[2]
         c31[0] = extra[3]; c41[0] = extra[4]; c51[0] = extra[5]
     }
-    // A column tail of at most 16 (a 13×13 plane's 169 columns end in 9, a 14×14 plane's 196 in 4)
-    // needs only the panel's first half: half the FMAs. Two steps at a time, the second into the
-    // accumulators of the unused half: 6 chains of 4-cycle FMAs alone would wait on their latency
-    // (4 cycles a step where the two FMA ports need 3), which made a 4-column tail cost two thirds
-    // of a whole panel.
-    if cols <= 16 {
-        while k > 1 {
-            let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
-            let b1 = bp.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self)
-            c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
-            c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
-            c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
-            c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
-            c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
-            c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
-            c01.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 24, as: Float.self)), b1)
-            c11.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 28, as: Float.self)), b1)
-            c21.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 32, as: Float.self)), b1)
-            c31.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 36, as: Float.self)), b1)
-            c41.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 40, as: Float.self)), b1)
-            c51.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 44, as: Float.self)), b1)
-            ap += 48
-            bp += 256
-            k -= 2
-        }
-        if k == 1 {
-            let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
-            c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
-            c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
-            c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
-            c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
-            c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
-            c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
-            k = 0
-        }
-        c00 += c01; c10 += c11; c20 += c21; c30 += c31; c40 += c41; c50 += c51
-        c01 = SIMD16<Float>(); c11 = c01; c21 = c01; c31 = c01; c41 = c01; c51 = c01
+    // A column tail of at most 16 (a 13×13 plane's 169 columns end in 9) needs only the panel's first
+    // half: half the FMAs, and the second accumulator of each row stays zero.
+    while cols <= 16 && k > 0 {
+        let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
+        c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
+        c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
+        c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
+        c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
+        c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
+        c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
+        ap += 24
+        bp += 128
+        k -= 1
     }
     while k > 0 {
         let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
