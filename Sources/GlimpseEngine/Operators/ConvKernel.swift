@@ -212,14 +212,16 @@ struct ConvKernel: Kernel {
     /// which then never share a cache line inside a row. Each run packs all of B again, which
     /// costs about as much as 27 rows of C, so runs are at least 16 tiles (96 rows) each, and
     /// their number is a multiple of the threads: 5 runs of a 512-channel layer on two threads
-    /// left one thread 3 of them, and one thread worked 60 % of the time. Too few tiles for 16
-    /// per thread still split into one run per thread when each gets 4 tiles or more: split by
-    /// columns instead, a 7×7 plane's two panels (32 and 17 columns) gave one thread two thirds.
+    /// left one thread 3 of them, and one thread worked 60 % of the time. Planes of at most 3
+    /// panels (7×7 and below) with too few tiles for 16 per thread still split one run per thread
+    /// when each gets 4 tiles or more: split by columns, a 7×7 plane's two panels (32 and 17
+    /// columns) gave one thread two thirds. Wider planes split by columns then (at 13×13, runs of
+    /// 5 tiles packing all of a 512-long B each made the layer 15 % slower).
     static func rowChunks(rowTiles: Int, panels: Int, threads: Int) -> Int {
         guard panels < 8 else { return 0 }
         let runs = rowTiles / 16
         if runs >= threads { return runs / threads * threads }
-        return threads > 1 && rowTiles >= 4 * threads ? threads : runs
+        return threads > 1 && panels <= 3 && rowTiles >= 4 * threads ? threads : runs
     }
 
     /// Splits `items` × `unitsPerItem` units of work into `tasks` contiguous runs (at least one) and
