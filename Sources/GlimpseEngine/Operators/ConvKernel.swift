@@ -51,7 +51,7 @@ struct ConvKernel: Kernel {
             let flat = PhaseB.readsDense(planes) ? 0 : m * g.outHeight * planes.rowStride
             return g.inChannels * PhaseB.channelStride(planes) + flat
         }
-        let n = g.patchSize * g.outPixels
+        let n = g.patchSize * Im2colMatrix.rowStride(g)
         return depthwise || g.isPointwise || g.isShiftedPlane || n > Im2colMatrix.maxFloats ? 0 : n
     }
 
@@ -287,7 +287,7 @@ struct ConvKernel: Kernel {
         let panels = GemmDriver.panelCount(n: n), rowTiles = (m + GemmTile.mr - 1) / GemmTile.mr
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
-        let columns = workspace + threads * scratchPerThread
+        let columns = workspace + threads * scratchPerThread, ld = Im2colMatrix.rowStride(g)
         let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
         let splitRows = rowChunks >= threads
         let units = splitRows ? rowTiles : panels
@@ -297,10 +297,13 @@ struct ConvKernel: Kernel {
                 let src = input + b * inImage + grp * g.inChannels * g.inPixels
                 let dst = output + b * outImage + grp * m * n
                 let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
+                // The whole input tensor is readable around this image's planes.
+                let readable = (input - src)..<(input + batch * inImage - src)
                 if splitRows {
                     let fills = min(threads, k)
                     pool.parallelFor(fills) { t in
-                        Im2colMatrix.fill(input: src, geometry: g, rows: (k * t / fills)..<(k * (t + 1) / fills), into: columns)
+                        Im2colMatrix.fill(input: src, geometry: g, rows: (k * t / fills)..<(k * (t + 1) / fills),
+                                          readable: readable, into: columns)
                     }
                 }
                 pool.parallelTasks(chunks) { chunk, thread in
@@ -308,10 +311,10 @@ struct ConvKernel: Kernel {
                     if !splitRows {
                         Im2colMatrix.fill(input: src, geometry: g, rows: 0..<k,
                                           columns: (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr),
-                                          into: columns)
+                                          readable: readable, into: columns)
                     }
                     GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
-                                   b: RowMajorB(base: columns, rowStride: n), c: dst, ldc: n, epilogue: epilogue,
+                                   b: RowMajorB(base: columns, rowStride: ld), c: dst, ldc: n, epilogue: epilogue,
                                    panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
                                    scratch: workspace + thread * scratchPerThread)
                 }
