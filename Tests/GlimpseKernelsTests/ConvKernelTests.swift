@@ -331,6 +331,36 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertEqual(strides, [30, 30, 30])
     }
 
+    /// `RowPool`'s stride-2 max path, which reads windows straight from the input: widths below,
+    /// at and above one and two vectors, 1–3 taps each way, vertical stride and dilation, planes
+    /// back to back, read with the whole tensor readable and with only the plane (its last rows
+    /// then go lane by lane).
+    func testStride2MaxPoolMatchesReference() {
+        var rng = TestRandom(seed: 41)
+        for i in 0..<40 {
+            let kh = rng.int(1...3), kw = rng.int(1...3), sh = rng.int(1...2), dh = rng.int(1...2)
+            let h = rng.int(((kh - 1) * dh + 1)...30), w = [kw, 15, 16, 17, 31, 33, 34, 35, 55, 111][i % 10] + rng.int(0...2)
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: sh, strideW: 2, dilationH: dh, dilationW: 1, padTop: 0, padLeft: 0,
+                                 outHeight: (h - (kh - 1) * dh - 1) / sh + 1, outWidth: (w - kw) / 2 + 1)
+            let scratch = AlignedBuffer(Pool2D.scratchCount(g))
+            let pool = RowPool(geometry: g, kind: .max, scratch: scratch.pointer)
+            XCTAssertTrue(pool.readsInput, "\(g)")
+            let x = AlignedBuffer(rng.floats(3 * g.inPixels))
+            let out = AlignedBuffer(3 * g.outPixels), ref = AlignedBuffer(3 * g.outPixels)
+            let wholeTensor = i % 2 == 0
+            for p in 0..<3 {
+                pool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels,
+                         readable: wholeTensor ? (-p * g.inPixels)..<((3 - p) * g.inPixels) : nil)
+            }
+            for p in (0..<3).reversed() {
+                pool2d_f32_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
+                                     kind: .max)
+            }
+            assertClose(out.array, ref.array, tolerance: 0, "whole tensor \(wholeTensor) \(g)")
+        }
+    }
+
     func testDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 5)
         for _ in 0..<40 {

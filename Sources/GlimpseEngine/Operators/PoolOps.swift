@@ -59,7 +59,9 @@ public final class PoolOp: Operator {
             pool.parallelTasks(tasks) { task, thread in
                 let plane = RowPool(geometry: g, kind: kind, scratch: ws + thread * per)
                 for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
-                    plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels)
+                    // The whole input tensor is readable around each plane.
+                    plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels,
+                              readable: (-p * g.inPixels)..<((planes - p) * g.inPixels))
                 }
             }
         }
