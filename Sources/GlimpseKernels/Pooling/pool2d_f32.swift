@@ -147,13 +147,7 @@ public struct RowPool {
                 if !isMax {
                     acc = acc / (UnsafeRawPointer(colDivisor + ow).loadUnaligned(as: SIMD16<Float>.self) * rowDivisor)
                 }
-                // A whole vector where it ends inside this plane's output (an overrun into the next
-                // rows is rewritten by them); lane by lane at the plane's end.
-                if (g.outHeight - oh) * g.outWidth - ow >= 16 {
-                    UnsafeMutableRawPointer(out + ow).storeBytes(of: acc, as: SIMD16<Float>.self)
-                } else {
-                    for t in 0..<(g.outWidth - ow) { out[ow + t] = acc[t] }
-                }
+                store(acc, row: oh, column: ow, to: out)
                 ow += 16
             }
         }
@@ -194,9 +188,9 @@ public struct RowPool {
                             d = simdMax(d, p.loadUnaligned(fromByteOffset: 72, as: SIMD16<Float>.self))
                         }
                     }
-                    acc = SIMD16(lowHalf: a.evenHalf, highHalf: b.evenHalf)
+                    acc = RowPool.evenLanes(a, b)
                     if taps >= 2 { acc = simdMax(acc, SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)) }
-                    if taps == 3 { acc = simdMax(acc, SIMD16(lowHalf: c.evenHalf, highHalf: d.evenHalf)) }
+                    if taps == 3 { acc = simdMax(acc, RowPool.evenLanes(c, d)) }
                 } else {
                     acc = SIMD16(repeating: -.infinity)
                     for j in 0..<min(16, g.outWidth &- ow) {
@@ -205,13 +199,7 @@ public struct RowPool {
                         acc[j] = v
                     }
                 }
-                // A whole vector where it ends inside this plane's output (an overrun into the next
-                // rows is rewritten by them); lane by lane at the plane's end.
-                if (g.outHeight &- oh) &* g.outWidth &- ow >= 16 {
-                    UnsafeMutableRawPointer(out + ow).storeBytes(of: acc, as: SIMD16<Float>.self)
-                } else {
-                    for t in 0..<(g.outWidth &- ow) { out[ow &+ t] = acc[t] }
-                }
+                store(acc, row: oh, column: ow, to: out)
                 ow &+= 16
             }
         }
@@ -222,8 +210,25 @@ public struct RowPool {
     @inline(__always)
     static func evenLanes(_ p: UnsafePointer<Float>) -> SIMD16<Float> {
         let r = UnsafeRawPointer(p)
-        let v0 = r.loadUnaligned(as: SIMD16<Float>.self), v1 = r.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
-        return SIMD16(lowHalf: v0.evenHalf, highHalf: v1.evenHalf)
+        return evenLanes(r.loadUnaligned(as: SIMD16<Float>.self), r.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self))
+    }
+
+    /// The even lanes of `v0` then those of `v1` (one `vpermt2ps`).
+    @inline(__always)
+    static func evenLanes(_ v0: SIMD16<Float>, _ v1: SIMD16<Float>) -> SIMD16<Float> {
+        SIMD16(lowHalf: v0.evenHalf, highHalf: v1.evenHalf)
+    }
+
+    /// Stores output columns `ow..<ow+16` of output row `oh` (`out` is that row): a whole vector
+    /// where it ends inside this plane's output (an overrun into the next rows is rewritten by
+    /// them), lane by lane at the plane's end.
+    @inline(__always)
+    private func store(_ v: SIMD16<Float>, row oh: Int, column ow: Int, to out: UnsafeMutablePointer<Float>) {
+        if (g.outHeight &- oh) &* g.outWidth &- ow >= 16 {
+            UnsafeMutableRawPointer(out + ow).storeBytes(of: v, as: SIMD16<Float>.self)
+        } else {
+            for t in 0..<(g.outWidth &- ow) { out[ow &+ t] = v[t] }
+        }
     }
 
     /// The reduction over the window's columns of 16 output columns from `ow`, read from `row`.
