@@ -77,7 +77,7 @@ final class ConvKernelTests: XCTestCase {
     }
 
     /// `PhaseB`: strided, dilated, padded and unpadded convolutions computed over the flat output of
-    /// the phase planes, then compacted in two column ranges (as two threads would) and in two row
+    /// the phase planes (filled in row ranges), then compacted in two column ranges (as two threads would) and in two row
     /// ranges; and, where the output is wide enough, over the output's own pixels (panels that cross
     /// a row end). Some channel counts make K span several K blocks, and the columns end in a tail.
     func testPhaseGemmMatchesReference() {
@@ -98,10 +98,14 @@ final class ConvKernelTests: XCTestCase {
             let bias = AlignedBuffer(rng.floats(cout))
             let packed = AlignedBuffer(GemmPacking.packedACount(m: cout, k: g.patchSize))
             GemmPacking.packA(wts.pointer, m: cout, k: g.patchSize, rowStride: g.patchSize, colStride: 1, into: packed.pointer)
-            // Garbage where the phases go: every value the GEMM reads must be written by `fill`.
+            // Garbage where the phases go: every value the GEMM reads must be written by `fill`. The
+            // rows are filled in three ranges (as threads would), the last first: a range whose
+            // stores ran into the next range's first row would leave garbage there.
             let phases = AlignedBuffer([Float](repeating: .nan, count: cin * stride))
-            PhaseB.fill(planes, input: x.pointer, channels: 0..<cin / 2, phases: phases.pointer)
-            PhaseB.fill(planes, input: x.pointer, channels: cin / 2..<cin, phases: phases.pointer)
+            let cut1 = rng.int(0...planes.rows), cut2 = rng.int(cut1...planes.rows)
+            for rows in [cut2..<planes.rows, cut1..<cut2, 0..<cut1] {
+                PhaseB.fill(planes, input: x.pointer, rows: rows, phases: phases.pointer)
+            }
             var taps = [Int](repeating: 0, count: g.kernelHeight * g.kernelWidth)
             taps.withUnsafeMutableBufferPointer { planes.tapOffsets($0.baseAddress!) }
             let flat = AlignedBuffer(cout * n), scratch = AlignedBuffer(GemmDriver.scratchCount(k: g.patchSize))
@@ -249,6 +253,62 @@ final class ConvKernelTests: XCTestCase {
     /// to back with the tensor-wide readable range, so loads near the buffer's ends take the lane by
     /// lane path. Epilogues: a clamp alone (the branch-free store), and a residual with swish read
     /// from the output buffer itself (in place), which the overlapping vector must not apply twice.
+    /// `LaneDepthwise`: stride-2 depthwise convolutions of small planes (kernels 1–7, any padding,
+    /// inputs with rows or columns the outputs never read, planes under 16 pixels) with channel
+    /// counts below, at and above one 16-channel block, split in two calls at a block boundary as
+    /// threads split them; every other case with a residual. The output and the scratch start as
+    /// NaN, so every output value and every padding value read must be written.
+    func testLaneDepthwiseMatchesReference() {
+        var rng = TestRandom(seed: 47)
+        var tested = 0
+        for i in 0..<48 {
+            let kh = rng.int(1...7), kw = rng.int(1...7)
+            let h = rng.int(max(1, kh - 2)...16), w = rng.int(max(1, kw - 2)...16)
+            let padTop = rng.int(0...(kh - 1)), padBottom = rng.int(0...(kh - 1))
+            let padLeft = rng.int(0...(kw - 1)), padRight = rng.int(0...(kw - 1))
+            let oh = (h + padTop + padBottom - kh) / 2 + 1, ow = (w + padLeft + padRight - kw) / 2 + 1
+            guard oh >= 1, ow >= 1, h + padTop + padBottom >= kh, w + padLeft + padRight >= kw else { continue }
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: 2, strideW: 2, dilationH: 1, dilationW: 1, padTop: padTop, padLeft: padLeft,
+                                 outHeight: oh, outWidth: ow)
+            guard LaneDepthwise.applies(g) else { continue }  // over the largest plane it takes
+            let channels = [1, 7, 16, 21, 32, 37][i % 6]
+            let image = channels * g.inPixels, outImage = channels * g.outPixels, taps = kh * kw
+            let x = AlignedBuffer(rng.floats(image)), wts = AlignedBuffer(rng.floats(channels * taps))
+            let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(outImage))
+            let packed = AlignedBuffer(LaneDepthwise.packedCount(channels: channels, taps: taps))
+            LaneDepthwise.pack(wts.pointer, channels: channels, taps: taps, into: packed.pointer)
+            let out = AlignedBuffer([Float](repeating: .nan, count: outImage)), ref = AlignedBuffer(outImage)
+            let split = min(channels, LaneDepthwise.channelBlock)
+            // Scratch full of garbage, as a workspace that other layers used: the padding must be written.
+            let scratch = AlignedBuffer([Float](repeating: .nan, count: LaneDepthwise.scratchCount(g)))
+            for part in [0..<split, split..<channels] {
+                let c0 = part.lowerBound
+                let epilogue = GemmEpilogue(rowBias: bias.pointer + c0,
+                                            residual: i % 2 == 0 ? residual.pointer + c0 * g.outPixels : nil,
+                                            residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
+                LaneDepthwise.run(input: x.pointer, weights: packed.pointer, channels: part, geometry: g,
+                                  output: out.pointer, epilogue: epilogue, scratch: scratch.pointer)
+            }
+            conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                 geometry: g, groups: channels, outChannelsPerGroup: 1)
+            for t in 0..<outImage {
+                ref.pointer[t] = min(max(ref.pointer[t] + (i % 2 == 0 ? residual.pointer[t] : 0), -0.5), 2)
+            }
+            assertClose(out.array, ref.array, tolerance: 1e-4, "channels \(channels) \(g)")
+            tested += 1
+        }
+        XCTAssertGreaterThan(tested, 30)
+    }
+
+    /// `LaneDepthwise.transpose`: row i of the result is lane i of every source vector.
+    func testLaneTranspose() {
+        let source = AlignedBuffer((0..<256).map { Float($0) })
+        var rows = [[Float]](repeating: [], count: 16)
+        LaneDepthwise.transpose(UnsafeRawPointer(source.pointer), stride: 64) { i, v in rows[i] = (0..<16).map { v[$0] } }
+        for i in 0..<16 { XCTAssertEqual(rows[i], (0..<16).map { Float($0 * 16 + i) }, "row \(i)") }
+    }
+
     func testRowDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 47)
         var tested = 0

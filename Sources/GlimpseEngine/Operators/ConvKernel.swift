@@ -15,6 +15,8 @@ struct ConvKernel: Kernel {
     let packed: UnsafePointer<Float>?
     let direct: UnsafePointer<Float>?
     let plain: UnsafePointer<Float>?
+    /// Depthwise weights for `LaneDepthwise`.
+    let lanes: UnsafePointer<Float>?
     let bias: UnsafePointer<Float>
     let scale: UnsafePointer<Float>?
     let activation: Activation
@@ -116,7 +118,7 @@ struct ConvKernel: Kernel {
         }
         let scaled = ConvKernel(
             input: copy, output: output, residual: residual, inputScale: nil, batch: batch, geometry: g, group: group,
-            outPerGroup: outPerGroup, packed: packed, direct: direct, plain: plain, bias: bias, scale: scale,
+            outPerGroup: outPerGroup, packed: packed, direct: direct, plain: plain, lanes: lanes, bias: bias, scale: scale,
             activation: activation, workspace: workspace, scratchPerThread: scratchPerThread, threads: threads,
             phaseTaps: phaseTaps, retain: [])
         scaled.run(pool)
@@ -339,7 +341,8 @@ struct ConvKernel: Kernel {
         let units = splitRows ? rowTiles : panels
         let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
         let inImage = g.inChannels * g.inPixels, outImage = m * g.outPixels
-        let fills = min(threads, g.inChannels)
+        // The phases are split by rows, like the GEMM's columns (see `PhaseB.fill`).
+        let fills = min(threads, planes.rows)
         phaseTaps.withUnsafeBufferPointer { taps in
             guard let offsets = taps.baseAddress else { return }
             let b = PhaseB(phases: phases, channelStride: channelStride, tapOffsets: offsets, taps: taps.count,
@@ -347,7 +350,7 @@ struct ConvKernel: Kernel {
             for image in 0..<batch {
                 let src = input + image * inImage, dst = output + image * outImage
                 pool.parallelFor(fills) { t in
-                    PhaseB.fill(planes, input: src, channels: (g.inChannels * t / fills)..<(g.inChannels * (t + 1) / fills),
+                    PhaseB.fill(planes, input: src, rows: (planes.rows * t / fills)..<(planes.rows * (t + 1) / fills),
                                 phases: phases)
                 }
                 let epilogue = epilogue(firstChannel: 0, residualAt: image * outImage, residualStride: n)
@@ -403,6 +406,22 @@ struct ConvKernel: Kernel {
                                      bias: bias[c], geometry: g, output: output + p * g.outPixels,
                                      epilogue: epilogue(firstChannel: c, residualAt: p * g.outPixels, residualStride: 0))
                 }
+            }
+            return
+        }
+        if let lanes, LaneDepthwise.applies(g) {
+            // Small strided planes (under 8 wide for 3×3 kernels): runs of 16-channel blocks of
+            // every image spread over the threads.
+            let blocks = (channels + LaneDepthwise.channelBlock - 1) / LaneDepthwise.channelBlock
+            let inImage = channels * g.inPixels, outImage = channels * g.outPixels
+            Self.contiguousRuns(pool, tasks: threads * Self.tasksPerThread, items: batch,
+                                unitsPerItem: blocks) { thread, b, part in
+                let c0 = part.lowerBound * LaneDepthwise.channelBlock
+                let c1 = min(channels, part.upperBound * LaneDepthwise.channelBlock)
+                LaneDepthwise.run(
+                    input: input + b * inImage, weights: lanes, channels: c0..<c1, geometry: g, output: output + b * outImage,
+                    epilogue: epilogue(firstChannel: c0, residualAt: b * outImage + c0 * g.outPixels, residualStride: g.outPixels),
+                    scratch: workspace + thread * scratchPerThread)
             }
             return
         }

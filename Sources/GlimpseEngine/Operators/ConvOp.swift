@@ -17,6 +17,8 @@ public final class ConvOp: Operator {
     /// reduction), or tap-major for `ShiftedDepthwise` (depthwise convolutions).
     var direct: TensorStorage?
     var plainWeights: Tensor?
+    /// Depthwise weights in 16-channel blocks, tap-major, for `LaneDepthwise`.
+    var laneWeights: TensorStorage?
     var bias: [Float] = []
     var biasStorage = Tensor(shape: [1])
     var scaleStorage: Tensor?
@@ -60,6 +62,9 @@ public final class ConvOp: Operator {
             let d = TensorStorage(byteCount: ShiftedDepthwise.packedCount(channels: outChannels, taps: taps) * 4)
             ShiftedDepthwise.pack(w.f32, channels: outChannels, taps: taps, into: d.bytes.assumingMemoryBound(to: Float.self))
             direct = d
+            let l = TensorStorage(byteCount: LaneDepthwise.packedCount(channels: outChannels, taps: taps) * 4)
+            LaneDepthwise.pack(w.f32, channels: outChannels, taps: taps, into: l.bytes.assumingMemoryBound(to: Float.self))
+            laneWeights = l
             return
         }
         let k = inPerGroup * kernel[0] * kernel[1]
@@ -123,10 +128,11 @@ public final class ConvOp: Operator {
             batch: x.shape[0], geometry: geometry, group: group, outPerGroup: outChannels / group,
             packed: packed.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },
             direct: direct.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },
-            plain: plainWeights.map { UnsafePointer($0.f32) }, bias: UnsafePointer(biasStorage.f32),
+            plain: plainWeights.map { UnsafePointer($0.f32) },
+            lanes: laneWeights.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) }, bias: UnsafePointer(biasStorage.f32),
             scale: scaleStorage.map { UnsafePointer($0.f32) },
             activation: activation, workspace: ctx.workspace, scratchPerThread: per / 16 * 16, threads: ctx.threads,
             phaseTaps: ConvKernel.phaseTapOffsets(geometry, depthwise: isDepthwise, group: group, residual: residual != nil),
-            retain: [packed as AnyObject?, direct, plainWeights?.storage, biasStorage.storage, scaleStorage?.storage].compactMap { $0 })
+            retain: [packed as AnyObject?, direct, laneWeights, plainWeights?.storage, biasStorage.storage, scaleStorage?.storage].compactMap { $0 })
     }
 }

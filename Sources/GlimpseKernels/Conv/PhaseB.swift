@@ -42,16 +42,21 @@ public struct PhaseB: GemmBSource {
     /// Floats of one channel's phases in the layout `PhaseB` reads.
     public static func channelStride(_ planes: PhasePlanes) -> Int { planes.phaseCount * planes.phaseSize }
 
-    /// Writes channels `channels` of one image's phases at `phases` (channel ci at
-    /// ci·`channelStride`), zero padding, and zeroes each phase's slack so junk columns read
-    /// finite values.
-    public static func fill(_ planes: PhasePlanes, input: UnsafePointer<Float>, channels: Range<Int>,
+    /// Writes phase rows `rows` of every channel of one image's phases at `phases` (channel ci at
+    /// ci·`channelStride`), zero padding; the call that writes the last rows also zeroes each
+    /// phase's slack, so junk columns read finite values. Calls with disjoint row ranges write
+    /// disjoint floats, so threads can split an image by rows: each then finds in its own cache the
+    /// rows its share of the output columns reads. Split by channels, every panel read the other
+    /// core's channels, and 3 channels split 1 : 2; by rows, SqueezeNet's first layer (3 → 64,
+    /// 224 → 111) took 324 µs instead of 349 on two threads.
+    public static func fill(_ planes: PhasePlanes, input: UnsafePointer<Float>, rows: Range<Int>,
                             phases: UnsafeMutablePointer<Float>) {
         let stride = channelStride(planes)
         let used = planes.rows * planes.rowStride
-        for ci in channels {
+        for ci in 0..<planes.geometry.inChannels {
             let dst = phases + ci * stride
-            planes.fill(input: input + ci * planes.geometry.inPixels, padValue: 0, phases: dst)
+            planes.fill(input: input + ci * planes.geometry.inPixels, padValue: 0, phases: dst, rows: rows)
+            guard rows.upperBound >= planes.rows else { continue }
             for p in 0..<planes.phaseCount {
                 let base = dst + p * planes.phaseSize
                 (base + used).update(repeating: 0, count: planes.phaseSize - used)

@@ -51,13 +51,20 @@ public struct PhasePlanes {
         }
     }
 
-    /// Writes the padded, phase-split copy of `input` (one H×W plane) at `phases`.
+    /// Writes the padded, phase-split copy of `input` (one H×W plane) at `phases`: all of it, or
+    /// only phase rows `range` of every phase. Stores may run past a row into the next ones (narrow
+    /// rows: several), which are written after it; unless the range ends at the phase's last row,
+    /// no store runs past the range's end, so threads filling adjacent ranges never write each
+    /// other's rows.
     @inline(__always)
-    public func fill(input: UnsafePointer<Float>, padValue: Float, phases: UnsafeMutablePointer<Float>) {
+    public func fill(input: UnsafePointer<Float>, padValue: Float, phases: UnsafeMutablePointer<Float>, rows range: Range<Int>? = nil) {
         let g = geometry
+        let range = range ?? 0..<rows
+        // Floats writable from row y's start: up to the range's end, or anything (the slack).
+        @inline(__always) func limit(_ y: Int) -> Int { range.upperBound < rows ? (range.upperBound &- y) &* rowStride : .max }
         for a in 0..<g.strideH {
             if g.strideW == 2 {
-                for y in 0..<rows { fillStride2Row(input, padValue, phases, a: a, y: y) }
+                for y in range { fillStride2Row(input, padValue, phases, a: a, y: y, limit: limit(y)) }
                 continue
             }
             for b in 0..<g.strideW {
@@ -65,16 +72,17 @@ public struct PhasePlanes {
                 // Phase columns whose input column x·sW + b − padLeft lies in [0, W).
                 let x0 = min(rowStride, max(0, (g.padLeft - b + g.strideW - 1) / g.strideW))
                 let x1 = max(x0, min(rowStride, (g.inWidth + g.padLeft - b + g.strideW - 1) / g.strideW))
-                for y in 0..<rows {
+                for y in range {
                     let dst = base + y &* rowStride
+                    let writable = limit(y)
                     let ih = y &* g.strideH &+ a &- g.padTop
                     if ih < 0 || ih >= g.inHeight || x1 == x0 {
-                        fillRow(dst, padValue)
+                        fillRow(dst, padValue, limit: writable)
                         continue
                     }
                     let src = input + (ih &* g.inWidth &+ x0 &* g.strideW &+ b &- g.padLeft)
                     if g.strideW == 1 {
-                        copyRow(dst + x0, src, x1 &- x0, planeEnd: input + g.inPixels)
+                        copyRow(dst + x0, src, x1 &- x0, planeEnd: input + g.inPixels, limit: writable &- x0)
                     } else {
                         var i = 0
                         while i < x1 &- x0 {
@@ -89,16 +97,17 @@ public struct PhasePlanes {
     }
 
     /// Row y of phases (a, 0) and (a, 1) for stride 2: one pass over the input row, even and odd
-    /// columns split with SIMD shuffles.
+    /// columns split with SIMD shuffles. Whole-vector stores end within `limit` floats of the row's start.
     @inline(__always)
-    func fillStride2Row(_ input: UnsafePointer<Float>, _ padValue: Float, _ phases: UnsafeMutablePointer<Float>, a: Int, y: Int) {
+    func fillStride2Row(_ input: UnsafePointer<Float>, _ padValue: Float, _ phases: UnsafeMutablePointer<Float>, a: Int, y: Int,
+                        limit: Int) {
         let g = geometry
         let row0 = phases + ((a &* 2) &* phaseSize &+ y &* rowStride)
         let row1 = row0 + phaseSize
         let ih = y &* g.strideH &+ a &- g.padTop
         if ih < 0 || ih >= g.inHeight {
-            fillRow(row0, padValue)
-            fillRow(row1, padValue)
+            fillRow(row0, padValue, limit: limit)
+            fillRow(row1, padValue, limit: limit)
             return
         }
         // Input column 2j lands in phase padLeft % 2 at x = j + padLeft / 2; 2j + 1 in the other at j + (padLeft + 1) / 2.
@@ -110,7 +119,8 @@ public struct PhasePlanes {
         // Whole vectors while the source stays inside the plane; lanes past ne / no land in the
         // padding (rewritten below) or in later rows (rewritten when those are filled).
         var j = 0
-        while j < ne && src + (2 &* j &+ 32) <= planeEnd {
+        let stores = min(limit &- max(xe, xo), Int.max &- 16)
+        while j < ne && src + (2 &* j &+ 32) <= planeEnd && j &+ 16 <= stores {
             let p = UnsafeRawPointer(src + (2 &* j))
             let v0 = p.loadUnaligned(as: SIMD16<Float>.self), v1 = p.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
             UnsafeMutableRawPointer(evenRow + (xe &+ j)).storeBytes(of: SIMD16(lowHalf: v0.evenHalf, highHalf: v1.evenHalf), as: SIMD16<Float>.self)
@@ -131,23 +141,30 @@ public struct PhasePlanes {
         padEdges(oddRow, padValue, xo, xo &+ no)
     }
 
-    /// A whole row of padding, in whole vectors (the overrun lands in later rows or the slack).
+    /// A whole row of padding, in whole vectors (the overrun lands in later rows or the slack)
+    /// while they end within `limit` floats, then float by float.
     @inline(__always)
-    func fillRow(_ dst: UnsafeMutablePointer<Float>, _ padValue: Float) {
+    func fillRow(_ dst: UnsafeMutablePointer<Float>, _ padValue: Float, limit: Int) {
         let pad = SIMD16<Float>(repeating: padValue)
         var i = 0
-        repeat {
+        while i < rowStride && i <= limit &- 16 {
             UnsafeMutableRawPointer(dst + i).storeBytes(of: pad, as: SIMD16<Float>.self)
             i &+= 16
-        } while i < rowStride
+        }
+        while i < rowStride {
+            dst[i] = padValue
+            i &+= 1
+        }
     }
 
-    /// `count` floats, in whole vectors while the source stays inside the plane; the overrun past
-    /// the row is rewritten by `padEdges` and by later rows.
+    /// `count` floats, in whole vectors while the source stays inside the plane and the store
+    /// within `limit` floats of `dst`; the overrun past the row is rewritten by `padEdges` and by
+    /// later rows.
     @inline(__always)
-    func copyRow(_ dst: UnsafeMutablePointer<Float>, _ src: UnsafePointer<Float>, _ count: Int, planeEnd: UnsafePointer<Float>) {
+    func copyRow(_ dst: UnsafeMutablePointer<Float>, _ src: UnsafePointer<Float>, _ count: Int, planeEnd: UnsafePointer<Float>,
+                 limit: Int) {
         var i = 0
-        while i < count && src + (i &+ 16) <= planeEnd {
+        while i < count && src + (i &+ 16) <= planeEnd && i <= limit &- 16 {
             UnsafeMutableRawPointer(dst + i).storeBytes(
                 of: UnsafeRawPointer(src + i).loadUnaligned(as: SIMD16<Float>.self), as: SIMD16<Float>.self)
             i &+= 16

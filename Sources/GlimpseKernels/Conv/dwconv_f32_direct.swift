@@ -7,7 +7,7 @@ public enum DepthwiseConv {
     /// `ShiftedDepthwise`'s if larger.
     public static func scratchCount(_ g: ConvGeometry) -> Int {
         max(PhasePlanes(g).scratchCount + (g.outPixels + 31) / 16 * 16 + 2 * g.kernelHeight * g.kernelWidth + 16,
-            ShiftedDepthwise.scratchCount(g))
+            ShiftedDepthwise.scratchCount(g), LaneDepthwise.scratchCount(g))
     }
 }
 
