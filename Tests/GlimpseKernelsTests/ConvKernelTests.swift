@@ -234,11 +234,7 @@ final class ConvKernelTests: XCTestCase {
                                              epilogue: epilogue, scratch: scratch.pointer)
                     }
                 }
-                conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
-                                     geometry: g, groups: channels, outChannelsPerGroup: 1)
-                for t in 0..<outImage {
-                    ref.pointer[t] = min(max(ref.pointer[t] + (i % 2 == 0 ? residual.pointer[t] : 0), -0.5), 2)
-                }
+                depthwiseReference(src, wts, bias, residual: i % 2 == 0 ? residual : nil, g, channels: channels, into: ref)
                 assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) channels \(channels) \(g)")
             }
             tested += 1
@@ -246,13 +242,6 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 30)
     }
 
-    /// `RowDepthwise` against the grouped reference: stride 1 and 2, padding 0 to 2 on each side
-    /// (asymmetric too), outputs narrower than 16 (rows spilling into the next) and 16 wide and
-    /// wider (a last vector overlapping the one before),
-    /// heights from one row up (short row blocks, rows at the top and bottom edges), and planes back
-    /// to back with the tensor-wide readable range, so loads near the buffer's ends take the lane by
-    /// lane path. Epilogues: a clamp alone (the branch-free store), and a residual with swish read
-    /// from the output buffer itself (in place), which the overlapping vector must not apply twice.
     /// `LaneDepthwise`: stride-2 depthwise convolutions of small planes (kernels 1–7, any padding,
     /// inputs with rows or columns the outputs never read, planes under 16 pixels) with channel
     /// counts below, at and above one 16-channel block, split in two calls at a block boundary as
@@ -290,15 +279,22 @@ final class ConvKernelTests: XCTestCase {
                 LaneDepthwise.run(input: x.pointer, weights: packed.pointer, channels: part, geometry: g,
                                   output: out.pointer, epilogue: epilogue, scratch: scratch.pointer)
             }
-            conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
-                                 geometry: g, groups: channels, outChannelsPerGroup: 1)
-            for t in 0..<outImage {
-                ref.pointer[t] = min(max(ref.pointer[t] + (i % 2 == 0 ? residual.pointer[t] : 0), -0.5), 2)
-            }
+            depthwiseReference(x.pointer, wts, bias, residual: i % 2 == 0 ? residual : nil, g, channels: channels, into: ref)
             assertClose(out.array, ref.array, tolerance: 1e-4, "channels \(channels) \(g)")
             tested += 1
         }
         XCTAssertGreaterThan(tested, 30)
+    }
+
+    /// The grouped reference of a depthwise convolution, plus the residual (if any), clamped to
+    /// [−0.5, 2]: the epilogue the depthwise kernel tests use.
+    private func depthwiseReference(_ x: UnsafePointer<Float>, _ wts: AlignedBuffer, _ bias: AlignedBuffer, residual: AlignedBuffer?,
+                                    _ g: ConvGeometry, channels: Int, into ref: AlignedBuffer) {
+        conv2d_f32_reference(input: x, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                             geometry: g, groups: channels, outChannelsPerGroup: 1)
+        for t in 0..<channels * g.outPixels {
+            ref.pointer[t] = min(max(ref.pointer[t] + (residual?.pointer[t] ?? 0), -0.5), 2)
+        }
     }
 
     /// `LaneDepthwise.transpose`: row i of the result is lane i of every source vector.
@@ -309,6 +305,13 @@ final class ConvKernelTests: XCTestCase {
         for i in 0..<16 { XCTAssertEqual(rows[i], (0..<16).map { Float($0 * 16 + i) }, "row \(i)") }
     }
 
+    /// `RowDepthwise` against the grouped reference: stride 1 and 2, padding 0 to 2 on each side
+    /// (asymmetric too), outputs narrower than 16 (rows spilling into the next) and 16 wide and
+    /// wider (a last vector overlapping the one before),
+    /// heights from one row up (short row blocks, rows at the top and bottom edges), and planes back
+    /// to back with the tensor-wide readable range, so loads near the buffer's ends take the lane by
+    /// lane path. Epilogues: a clamp alone (the branch-free store), and a residual with swish read
+    /// from the output buffer itself (in place), which the overlapping vector must not apply twice.
     func testRowDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 47)
         var tested = 0
