@@ -143,7 +143,8 @@ public enum LaneDepthwise {
                     advance(&y, &x)
                 }
             } else {
-                // Source vector i is channel min(i, last): transposed from a staging copy.
+                // Source vector i is channel min(i, last): transposed from a staging copy in the
+                // accumulator scratch (at least 16 vectors, and not yet written for this block).
                 let stage = UnsafeMutableRawPointer(padded + hp &* wp &* 16)
                 for i in 0..<16 {
                     stage.storeBytes(of: src.loadUnaligned(fromByteOffset: min(i, last) &* pixels &* 4, as: SIMD16<Float>.self),
