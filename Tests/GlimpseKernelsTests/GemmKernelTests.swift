@@ -14,7 +14,8 @@ final class GemmKernelTests: XCTestCase {
         let packedA = AlignedBuffer(GemmPacking.packedACount(m: m, k: k))
         GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
         let scratch = AlignedBuffer(GemmDriver.scratchCount(k: k))
-        let c = AlignedBuffer(m * n), ref = AlignedBuffer(m * n)
+        // Outputs start as NaN: an element the driver skips fails the comparison.
+        let c = AlignedBuffer([Float](repeating: .nan, count: m * n)), ref = AlignedBuffer(m * n)
         GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: RowMajorB(base: b.pointer, rowStride: n),
                        c: c.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
         gemm_f32_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
@@ -23,7 +24,7 @@ final class GemmKernelTests: XCTestCase {
         // Same with B pre-packed (the weights path of Gemm/MatMul).
         let packedB = AlignedBuffer(GemmPacking.packedBCount(n: n, k: k))
         GemmPacking.packB(b.pointer, k: k, n: n, rowStride: n, colStride: 1, into: packedB.pointer)
-        let c2 = AlignedBuffer(m * n)
+        let c2 = AlignedBuffer([Float](repeating: .nan, count: m * n))
         GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: PackedB(base: packedB.pointer, k: k),
                        c: c2.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
         assertClose(c2.array, ref.array, tolerance: 1e-5, "packed B m=\(m) n=\(n) k=\(k)", file: file, line: line)
@@ -118,27 +119,54 @@ final class GemmKernelTests: XCTestCase {
         var rng = TestRandom(seed: 37)
         for i in 0..<16 {
             let m = rng.int(1...20), hw = rng.int(32...100), k = i % 4 == 0 ? rng.int(257...600) : rng.int(1...80)
-            let batch = rng.int(2...4)
-            let a = AlignedBuffer(rng.floats(m * k)), x = AlignedBuffer(rng.floats(batch * k * hw))
-            let rowBias = AlignedBuffer(rng.floats(m)), residual = AlignedBuffer(rng.floats(batch * m * hw))
-            let ep = GemmEpilogue(rowBias: rowBias.pointer, residual: residual.pointer, residualStride: hw, lowerBound: -0.7)
-            let packedA = AlignedBuffer(GemmPacking.packedACount(m: m, k: k))
-            GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
-            let c = AlignedBuffer(batch * m * hw), ref = AlignedBuffer(batch * m * hw)
-            let scratch = AlignedBuffer(GemmDriver.scratchCount(k: k))
-            let panels = GemmDriver.panelCount(n: batch * hw), cut = rng.int(0...panels)
-            for range in [0..<cut, cut..<panels] {
-                GemmDriver.run(m: m, n: batch * hw, k: k, packedA: packedA.pointer,
-                               b: FoldedRowMajorB(base: x.pointer, imageColumns: hw, imageStride: k * hw),
-                               c: c.pointer, ldc: hw, epilogue: ep, panels: range, scratch: scratch.pointer,
-                               imageColumns: hw, imageStride: m * hw)
-            }
-            for b in 0..<batch {
-                gemm_f32_reference(m: m, n: hw, k: k, a: a.pointer, lda: k, b: x.pointer + b * k * hw, ldb: hw,
-                                   c: ref.pointer + b * m * hw, ldc: hw, epilogue: ep.shiftingResidual(by: b * m * hw))
-            }
-            assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) hw=\(hw) k=\(k) batch=\(batch)")
+            runFolded(m: m, hw: hw, k: k, batch: rng.int(2...4), rng: &rng)
         }
+    }
+
+    /// Blocks of column panels (`GemmDriver.panelsPerBlock`, taken from `blockMinTiles` row tiles on):
+    /// several blocks with a short last one and a column tail, a K past one K block (whose second
+    /// block packs more panels at once than the first), every epilogue of a 1×1 convolution, and a
+    /// folded batch whose blocks hold panels of two images and start where a thread's range does.
+    func testPanelBlocksMatchReference() {
+        var rng = TestRandom(seed: 53)
+        let minRows = GemmTile.mr * (GemmDriver.blockMinTiles - 1) + 1
+        for i in 0..<10 {
+            let m = rng.int(minRows...110), k = i % 3 == 0 ? rng.int(257...300) : rng.int(1...40)
+            let blockColumns = GemmDriver.panelsPerBlock(kc: min(k, GemmDriver.kBlock)) * GemmTile.nr
+            XCTAssertGreaterThan(blockColumns, i % 3 == 0 ? 0 : GemmTile.nr, "k=\(k) packs one panel at a time")
+            let n = rng.int(blockColumns + 1 ... 2 * blockColumns + 40)
+            run(m: m, n: n, k: k, epilogue: { rb, _, res in
+                GemmEpilogue(rowBias: rb.pointer, residual: res.pointer, residualStride: n, lowerBound: -1, upperBound: 2,
+                             swish: i % 2 == 0)
+            }, seed: UInt64(500 + i))
+        }
+        for _ in 0..<6 {
+            runFolded(m: rng.int(minRows...80), hw: rng.int(32...150), k: rng.int(1...24), batch: rng.int(3...6), rng: &rng)
+        }
+    }
+
+    /// A 1×1 convolution of `batch` images folded into one GEMM over batch·hw columns, run as two
+    /// ranges of panels cut at a random panel, against the reference image by image.
+    func runFolded(m: Int, hw: Int, k: Int, batch: Int, rng: inout TestRandom, file: StaticString = #filePath, line: UInt = #line) {
+        let a = AlignedBuffer(rng.floats(m * k)), x = AlignedBuffer(rng.floats(batch * k * hw))
+        let rowBias = AlignedBuffer(rng.floats(m)), residual = AlignedBuffer(rng.floats(batch * m * hw))
+        let ep = GemmEpilogue(rowBias: rowBias.pointer, residual: residual.pointer, residualStride: hw, lowerBound: -0.7)
+        let packedA = AlignedBuffer(GemmPacking.packedACount(m: m, k: k))
+        GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
+        let c = AlignedBuffer([Float](repeating: .nan, count: batch * m * hw)), ref = AlignedBuffer(batch * m * hw)
+        let scratch = AlignedBuffer(GemmDriver.scratchCount(k: k))
+        let panels = GemmDriver.panelCount(n: batch * hw), cut = rng.int(0...panels)
+        for range in [0..<cut, cut..<panels] {
+            GemmDriver.run(m: m, n: batch * hw, k: k, packedA: packedA.pointer,
+                           b: FoldedRowMajorB(base: x.pointer, imageColumns: hw, imageStride: k * hw),
+                           c: c.pointer, ldc: hw, epilogue: ep, panels: range, scratch: scratch.pointer,
+                           imageColumns: hw, imageStride: m * hw)
+        }
+        for b in 0..<batch {
+            gemm_f32_reference(m: m, n: hw, k: k, a: a.pointer, lda: k, b: x.pointer + b * k * hw, ldb: hw,
+                               c: ref.pointer + b * m * hw, ldc: hw, epilogue: ep.shiftingResidual(by: b * m * hw))
+        }
+        assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) hw=\(hw) k=\(k) batch=\(batch)", file: file, line: line)
     }
 
     func testRequantizingEpilogueRoundsHalfToEven() {

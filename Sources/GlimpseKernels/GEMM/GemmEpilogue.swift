@@ -37,18 +37,18 @@ public struct GemmEpilogue {
 
     /// True when the epilogue is at most a row bias, a residual, a clamp and swish: what a whole tile
     /// can apply in registers (`GemmRegisterFinish`).
-    @inlinable
+    @inlinable @inline(__always)
     public var isRegisterFriendly: Bool {
         colBias == nil && rowScale == nil && colScale == nil && !roundToInteger
     }
 
     /// True when the epilogue changes each row by per-row values only (bias, requantization scale and
     /// rounding, residual, clamp, swish).
-    @inlinable
+    @inlinable @inline(__always)
     public var isPerRow: Bool { colBias == nil && colScale == nil }
 
     /// The epilogue as seen by the tile whose top-left element is (row, col).
-    @inlinable
+    @inlinable @inline(__always)
     public func offset(row: Int, col: Int) -> GemmEpilogue {
         var e = self
         e.rowBias = rowBias.map { $0 + row }
@@ -60,7 +60,7 @@ public struct GemmEpilogue {
     }
 
     /// The epilogue of another image of a folded batch: the residual moved by `floats`.
-    @inlinable
+    @inlinable @inline(__always)
     public func shiftingResidual(by floats: Int) -> GemmEpilogue {
         var e = self
         e.residual = residual.map { $0 + floats }
@@ -70,31 +70,57 @@ public struct GemmEpilogue {
     /// Applies the epilogue to 16 consecutive columns `col..<col+16` of row `row`.
     @_transparent
     public func apply(_ acc: SIMD16<Float>, row: Int, col: Int) -> SIMD16<Float> {
+        apply(acc, row: row, col: col) { UnsafeRawPointer($0).loadUnaligned(as: SIMD16<Float>.self) }
+    }
+
+    /// `apply` on the first `lanes` columns only: what it reads per column (column bias and scale,
+    /// residual) is read for those lanes alone, so nothing past them is touched; the other lanes
+    /// of the result are meaningless.
+    @inline(__always)
+    public func apply(_ acc: SIMD16<Float>, row: Int, col: Int, lanes: Int) -> SIMD16<Float> {
+        apply(acc, row: row, col: col) { Self.load($0, lanes: lanes) }
+    }
+
+    /// The epilogue with the 16 columns' per-column values read by `columns`.
+    @usableFromInline @inline(__always)
+    func apply(_ acc: SIMD16<Float>, row: Int, col: Int, columns: (UnsafePointer<Float>) -> SIMD16<Float>) -> SIMD16<Float> {
         var v = acc
         if let rb = rowBias { v += SIMD16(repeating: rb[row]) }
-        if let cb = colBias { v += UnsafeRawPointer(cb + col).loadUnaligned(as: SIMD16<Float>.self) }
+        if let cb = colBias { v += columns(cb + col) }
         if let rs = rowScale {
             v *= SIMD16(repeating: rs[row])
         }
-        if let cs = colScale { v *= UnsafeRawPointer(cs + col).loadUnaligned(as: SIMD16<Float>.self) }
+        if let cs = colScale { v *= columns(cs + col) }
         if roundToInteger { v.round(.toNearestOrEven) }
-        if let r = residual {
-            v += UnsafeRawPointer(r + row * residualStride + col).loadUnaligned(as: SIMD16<Float>.self)
-        }
+        if let r = residual { v += columns(r + row * residualStride + col) }
         v = simdClamp(v, SIMD16(repeating: lowerBound), SIMD16(repeating: upperBound))
         if swish { v *= simdSigmoid(v) }
         return v
     }
 
+    /// The first `lanes` (at most 16) floats at `p` in the first lanes of a vector, the rest zero.
+    @inline(__always)
+    public static func load(_ p: UnsafePointer<Float>, lanes: Int) -> SIMD16<Float> {
+        var v = SIMD16<Float>()
+        for t in 0..<lanes { v[t] = p[t] }
+        return v
+    }
+
+    /// Writes the first `lanes` (at most 16) lanes of `v` to `dst`, and nothing past them.
+    @inline(__always)
+    public static func store(_ v: SIMD16<Float>, lanes: Int, to dst: UnsafeMutablePointer<Float>) {
+        for t in 0..<lanes { dst[t] = v[t] }
+    }
+
     /// Stores 16 consecutive columns `col..<col+16` of row `row` through the epilogue at `dst`
-    /// (where that row's element `col` goes); only the first `lanes` when fewer remain, lane by lane,
-    /// so nothing past them is written.
+    /// (where that row's element `col` goes); only the first `lanes` when fewer remain (the epilogue
+    /// still in vector form), so nothing past them is read or written.
     @inline(__always)
     public func store(_ acc: SIMD16<Float>, row: Int, col: Int, lanes: Int, to dst: UnsafeMutablePointer<Float>) {
         if lanes == 16 {
             UnsafeMutableRawPointer(dst).storeBytes(of: apply(acc, row: row, col: col), as: SIMD16<Float>.self)
         } else {
-            for t in 0..<lanes { dst[t] = apply(acc[t], row: row, col: col + t) }
+            Self.store(apply(acc, row: row, col: col, lanes: lanes), lanes: lanes, to: dst)
         }
     }
 

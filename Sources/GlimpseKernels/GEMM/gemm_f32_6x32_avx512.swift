@@ -298,7 +298,7 @@ struct GemmTileStore {
                     if let e = epilogue { v = e.apply(v, row: r, col: col) }
                     UnsafeMutableRawPointer(dst).storeBytes(of: v, as: SIMD16<Float>.self)
                 } else {
-                    tail(r, col, acc, valid)
+                    tail(v, r, col, valid)
                 }
                 col &+= 16
             }
@@ -318,16 +318,17 @@ struct GemmTileStore {
         }
     }
 
-    /// Column tail (fewer than 16 valid columns), element by element.
+    /// Column tail (fewer than 16 valid columns) of accumulator row `v`: the epilogue on the whole
+    /// vector, reads and writes of C for the valid columns only.
     @inline(never)
-    func tail(_ r: Int, _ col: Int, _ acc: UnsafeRawPointer, _ valid: Int) {
-        let dst = c + r * ldc + col
-        let first = (r * GemmTile.nr + accColumn + col) * 4
-        for j in 0..<valid {
-            var v = acc.load(fromByteOffset: first + 4 * j, as: Float.self)
-            if accumulate { v += dst[j] }
-            if let e = epilogue { v = e.apply(v, row: r, col: col + j) }
-            dst[j] = v
+    func tail(_ v: SIMD16<Float>, _ r: Int, _ col: Int, _ valid: Int) {
+        let dst = c + (r &* ldc &+ col)
+        var v = v
+        if accumulate { v += GemmEpilogue.load(dst, lanes: valid) }
+        if let e = epilogue {
+            e.store(v, row: r, col: col, lanes: valid, to: dst)
+        } else {
+            GemmEpilogue.store(v, lanes: valid, to: dst)
         }
     }
 }
