@@ -37,18 +37,18 @@ public struct GemmEpilogue {
 
     /// True when the epilogue is at most a row bias, a residual, a clamp and swish: what a whole tile
     /// can apply in registers (`GemmRegisterFinish`).
-    @inlinable @inline(__always)
+    @inlinable
     public var isRegisterFriendly: Bool {
         colBias == nil && rowScale == nil && colScale == nil && !roundToInteger
     }
 
     /// True when the epilogue changes each row by per-row values only (bias, requantization scale and
     /// rounding, residual, clamp, swish).
-    @inlinable @inline(__always)
+    @inlinable
     public var isPerRow: Bool { colBias == nil && colScale == nil }
 
     /// The epilogue as seen by the tile whose top-left element is (row, col).
-    @inlinable @inline(__always)
+    @inlinable
     public func offset(row: Int, col: Int) -> GemmEpilogue {
         var e = self
         e.rowBias = rowBias.map { $0 + row }
@@ -60,7 +60,7 @@ public struct GemmEpilogue {
     }
 
     /// The epilogue of another image of a folded batch: the residual moved by `floats`.
-    @inlinable @inline(__always)
+    @inlinable
     public func shiftingResidual(by floats: Int) -> GemmEpilogue {
         var e = self
         e.residual = residual.map { $0 + floats }
