@@ -243,22 +243,27 @@ final class ConvKernelTests: XCTestCase {
     }
 
     /// `LaneDepthwise`: stride-2 depthwise convolutions of small planes (kernels 1–7, any padding,
-    /// inputs with rows or columns the outputs never read, planes under 16 pixels) with channel
+    /// inputs with rows or columns the outputs never read, planes under 16 pixels), and stride 1
+    /// with kernels of 5×5 to 7×7 (outputs 1 to 3 wide, and widths that are not a multiple of the
+    /// 4 pixels computed at once, whose last four overlap the ones before), with channel
     /// counts below, at and above one 16-channel block, split in two calls at a block boundary as
     /// threads split them; every other case with a residual. The output and the scratch start as
     /// NaN, so every output value and every padding value read must be written.
     func testLaneDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 47)
-        var tested = 0
-        for i in 0..<48 {
-            let kh = rng.int(1...7), kw = rng.int(1...7)
+        var tested = 0, stride1 = 0
+        for i in 0..<72 {
+            // Every third case at stride 1, which takes kernels of 5×5 to 7×7 only.
+            let stride = i % 3 == 2 ? 1 : 2
+            let kh0 = rng.int(1...7), kw0 = rng.int(1...7)
+            let kh = stride == 1 ? 5 + kh0 % 3 : kh0, kw = stride == 1 ? 5 + kw0 % 3 : kw0
             let h = rng.int(max(1, kh - 2)...16), w = rng.int(max(1, kw - 2)...16)
             let padTop = rng.int(0...(kh - 1)), padBottom = rng.int(0...(kh - 1))
             let padLeft = rng.int(0...(kw - 1)), padRight = rng.int(0...(kw - 1))
-            let oh = (h + padTop + padBottom - kh) / 2 + 1, ow = (w + padLeft + padRight - kw) / 2 + 1
+            let oh = (h + padTop + padBottom - kh) / stride + 1, ow = (w + padLeft + padRight - kw) / stride + 1
             guard oh >= 1, ow >= 1, h + padTop + padBottom >= kh, w + padLeft + padRight >= kw else { continue }
             let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
-                                 strideH: 2, strideW: 2, dilationH: 1, dilationW: 1, padTop: padTop, padLeft: padLeft,
+                                 strideH: stride, strideW: stride, dilationH: 1, dilationW: 1, padTop: padTop, padLeft: padLeft,
                                  outHeight: oh, outWidth: ow)
             guard LaneDepthwise.applies(g) else { continue }  // over the largest plane it takes
             let channels = [1, 7, 16, 21, 32, 37][i % 6]
@@ -282,8 +287,10 @@ final class ConvKernelTests: XCTestCase {
             depthwiseReference(x.pointer, wts, bias, residual: i % 2 == 0 ? residual : nil, g, channels: channels, into: ref)
             assertClose(out.array, ref.array, tolerance: 1e-4, "channels \(channels) \(g)")
             tested += 1
+            if stride == 1 { stride1 += 1 }
         }
-        XCTAssertGreaterThan(tested, 30)
+        XCTAssertGreaterThan(tested, 40)
+        XCTAssertGreaterThan(stride1, 15)
     }
 
     /// The grouped reference of a depthwise convolution, plus the residual (if any), clamped to

@@ -375,7 +375,7 @@ struct ConvKernel: Kernel {
         let channels = group
         let taps = g.kernelHeight * g.kernelWidth
         let planes = batch * channels
-        if let direct, ShiftedDepthwise.applies(g) {
+        if let direct, ShiftedDepthwise.applies(g), !(lanes != nil && LaneDepthwise.applies(g)) {
             // Runs of 8-channel blocks of every image spread over the threads, read in place. Each
             // thread writes whole planes: split by pixels, the threads would share a cache line of
             // every plane of these small images.
@@ -410,8 +410,8 @@ struct ConvKernel: Kernel {
             return
         }
         if let lanes, LaneDepthwise.applies(g) {
-            // Small strided planes (under 8 wide for 3×3 kernels): runs of 16-channel blocks of
-            // every image spread over the threads.
+            // Small strided planes (under 8 wide for 3×3 kernels) and 5×5 to 7×7 kernels on small
+            // "same" planes: runs of 16-channel blocks of every image spread over the threads.
             let blocks = (channels + LaneDepthwise.channelBlock - 1) / LaneDepthwise.channelBlock
             let inImage = channels * g.inPixels, outImage = channels * g.outPixels
             Self.contiguousRuns(pool, tasks: threads * Self.tasksPerThread, items: batch,
