@@ -184,19 +184,11 @@ public enum ShiftedDepthwise {
                                              SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>),
                                      count: Int, lanes: Int, col: Int, epilogue: GemmEpilogue,
                                      output: UnsafeMutablePointer<Float>, planeStride: Int) {
-        // Without per-column operands the epilogue reads nothing past the lanes: applied to whole
-        // vectors, stored lane by lane.
-        let vector = epilogue.residual == nil && epilogue.colBias == nil && epilogue.colScale == nil
+        // The epilogue in vector form, reading and writing only the block's lanes.
         withUnsafeBytes(of: acc) { raw in
             for i in 0..<count {
-                let a = raw.loadUnaligned(fromByteOffset: i * 64, as: SIMD16<Float>.self)
-                let dst = output + i * planeStride
-                if vector {
-                    let v = epilogue.apply(a, row: i, col: col)
-                    for t in 0..<lanes { dst[t] = v[t] }
-                } else {
-                    epilogue.store(a, row: i, col: col, lanes: lanes, to: dst)
-                }
+                epilogue.store(raw.loadUnaligned(fromByteOffset: i * 64, as: SIMD16<Float>.self), row: i, col: col, lanes: lanes,
+                               to: output + i * planeStride)
             }
         }
     }
