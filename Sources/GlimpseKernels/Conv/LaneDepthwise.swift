@@ -1,6 +1,6 @@
 /// Depthwise convolution of small strided planes with 16 channels in the vector lanes, such as
 /// MobileNetV2's and EfficientNet's stride-2 layers down to 7×7, and of EfficientNet's 5×5 layers
-/// at stride 1 up to 28×28. With pixels in the lanes, a
+/// up to 28×28. With pixels in the lanes, a
 /// stride-2 tap needs the even lanes of two loads and a lane mask at the plane's edges, per tap and
 /// channel; the phase-plane path copies and compacts every small plane instead, and both cost
 /// several times the FMAs they feed (576 × 14×14 → 7×7 took about 5× onnxruntime's time).
@@ -14,21 +14,22 @@
 public enum LaneDepthwise {
     /// Channels per block: the vector's lanes.
     public static let channelBlock = 16
-    /// Largest output plane (pixels) this path takes at stride 2. At 14×14 (192 channels from 28×28)
-    /// the transposes, four permutes per input float, cost more than the phase-plane path saves.
+    /// Largest output plane (pixels) this path takes at stride 2 for 3×3 kernels. At 14×14 (192
+    /// channels from 28×28) the transposes, four permutes per input float, cost about what the
+    /// row kernel does, and at 28×28 (144 from 56×56) 1.28× more.
     public static let maxOutPixels = 10 * 10
-    /// Largest output plane (pixels) this path takes at stride 1, for kernels of at least 5×5
-    /// (EfficientNet's): there 25 taps per pixel pay for the transposes, and 1152 × 7×7, 672 ×
-    /// 14×14 and 240 × 28×28 ran 4–11 % faster than `ShiftedDepthwise`; 3×3 kernels ran 15–25 %
-    /// slower, so they stay there.
-    public static let maxStride1OutPixels = 28 * 28
+    /// Largest output plane (pixels) this path takes for kernels of at least 5×5, at stride 1 or 2
+    /// (EfficientNet's): there 25 taps per pixel pay for the transposes. At stride 1, 1152 × 7×7,
+    /// 672 × 14×14 and 240 × 28×28 ran 4–11 % faster than `ShiftedDepthwise` (3×3 kernels 15–25 %
+    /// slower, so they stay there); at stride 2, 144 × 56 → 28 ran 20 % faster than the
+    /// phase-plane path.
+    public static let maxWideKernelOutPixels = 28 * 28
 
     public static func applies(_ g: ConvGeometry) -> Bool {
-        guard g.dilationH == 1 && g.dilationW == 1 && g.kernelHeight <= 7 && g.kernelWidth <= 7 else { return false }
-        if g.strideH == 1 && g.strideW == 1 {
-            return g.kernelHeight >= 5 && g.kernelWidth >= 5 && g.outPixels <= maxStride1OutPixels
-        }
-        return g.strideH == 2 && g.strideW == 2 && g.outPixels <= maxOutPixels
+        guard g.dilationH == 1 && g.dilationW == 1 && g.kernelHeight <= 7 && g.kernelWidth <= 7,
+              g.strideH == g.strideW && (g.strideH == 1 || g.strideH == 2) else { return false }
+        if g.kernelHeight >= 5 && g.kernelWidth >= 5 && g.outPixels <= maxWideKernelOutPixels { return true }
+        return g.strideH == 2 && g.outPixels <= maxOutPixels
     }
 
     /// Rows and columns of the padded input that the outputs read.
