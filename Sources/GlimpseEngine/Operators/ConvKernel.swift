@@ -410,8 +410,8 @@ struct ConvKernel: Kernel {
             return
         }
         if let lanes, LaneDepthwise.applies(g) {
-            // Small strided planes (under 8 wide for 3×3 kernels) and 5×5 to 7×7 kernels on small
-            // "same" planes: runs of 16-channel blocks of every image spread over the threads.
+            // Small strided planes (under 8 wide for 3×3 kernels) and 5×5 to 7×7 kernels on outputs
+            // up to 28×28: runs of 16-channel blocks of every image spread over the threads.
             let blocks = (channels + LaneDepthwise.channelBlock - 1) / LaneDepthwise.channelBlock
             let inImage = channels * g.inPixels, outImage = channels * g.outPixels
             Self.contiguousRuns(pool, tasks: threads * Self.tasksPerThread, items: batch,
