@@ -101,13 +101,8 @@ public enum RowDepthwise {
 
         @inline(never)
         func storeLanes(_ acc: SIMD16<Float>, pixel: Int, _ first: Int, _ end: Int) {
-            for l in first..<end { output[pixel + l] = epilogue.apply(acc[l], row: 0, col: pixel + l) }
+            epilogue.store(acc, row: 0, col: pixel, lanes: first..<end, to: output + pixel)
         }
-    }
-
-    @inline(never)
-    static func storeLanes(_ v: SIMD16<Float>, _ dst: UnsafeMutablePointer<Float>, _ first: Int, _ end: Int) {
-        for l in first..<end { dst[l] = v[l] }
     }
 
     /// What happens to each tap's loaded vector: nothing inside the plane, zeroing of the lanes
@@ -374,7 +369,7 @@ extension RowDepthwise.PointwiseStore {
         if end == 16 || spill {
             UnsafeMutableRawPointer(output + pixel).storeBytes(of: v, as: SIMD16<Float>.self)
         } else {
-            RowDepthwise.storeLanes(v, output + pixel, first, end)
+            GemmEpilogue.store(v, lanes: first..<end, to: output + pixel)
         }
     }
 }

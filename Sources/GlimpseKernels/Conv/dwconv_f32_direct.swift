@@ -80,10 +80,7 @@ public struct DepthwisePlane {
                 UnsafeMutableRawPointer(output + last).storeBytes(
                     of: e.apply(UnsafeRawPointer(dense + last).loadUnaligned(as: SIMD16<Float>.self), row: 0, col: last), as: SIMD16<Float>.self)
             } else {
-                while i < total {
-                    output[i] = e.apply(dense[i], row: 0, col: i)
-                    i &+= 1
-                }
+                e.store(GemmEpilogue.load(dense, lanes: 0..<total), row: 0, col: 0, lanes: 0..<total, to: output)
             }
         }
     }
@@ -127,6 +124,6 @@ struct DepthwiseStore: PlaneStore {
 
     @inline(never)
     func partial(_ v: SIMD16<Float>, y: Int, x: Int, pixel: Int, valid: Int) {
-        for j in 0..<valid { output[pixel + j] = epilogue.apply(v[j], row: 0, col: pixel + j) }
+        epilogue.store(v, row: 0, col: pixel, lanes: 0..<valid, to: output + pixel)
     }
 }

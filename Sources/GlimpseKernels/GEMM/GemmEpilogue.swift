@@ -73,11 +73,11 @@ public struct GemmEpilogue {
         apply(acc, row: row, col: col) { UnsafeRawPointer($0).loadUnaligned(as: SIMD16<Float>.self) }
     }
 
-    /// `apply` on the first `lanes` columns only: what it reads per column (column bias and scale,
-    /// residual) is read for those lanes alone, so nothing past them is touched; the other lanes
-    /// of the result are meaningless.
+    /// `apply` on the lanes `lanes` only (columns `col + lanes`): what it reads per column (column
+    /// bias and scale, residual) is read for those lanes alone, so nothing outside them is touched;
+    /// the other lanes of the result are meaningless.
     @inline(__always)
-    public func apply(_ acc: SIMD16<Float>, row: Int, col: Int, lanes: Int) -> SIMD16<Float> {
+    public func apply(_ acc: SIMD16<Float>, row: Int, col: Int, lanes: Range<Int>) -> SIMD16<Float> {
         apply(acc, row: row, col: col) { Self.load($0, lanes: lanes) }
     }
 
@@ -98,18 +98,18 @@ public struct GemmEpilogue {
         return v
     }
 
-    /// The first `lanes` (at most 16) floats at `p` in the first lanes of a vector, the rest zero.
+    /// The floats `p[lanes]` in those lanes of a vector (a range within 0..<16), the rest zero.
     @inline(__always)
-    public static func load(_ p: UnsafePointer<Float>, lanes: Int) -> SIMD16<Float> {
+    public static func load(_ p: UnsafePointer<Float>, lanes: Range<Int>) -> SIMD16<Float> {
         var v = SIMD16<Float>()
-        for t in 0..<lanes { v[t] = p[t] }
+        for t in lanes { v[t] = p[t] }
         return v
     }
 
-    /// Writes the first `lanes` (at most 16) lanes of `v` to `dst`, and nothing past them.
+    /// Writes lanes `lanes` (a range within 0..<16) of `v` to `dst[lanes]`, and nothing else.
     @inline(__always)
-    public static func store(_ v: SIMD16<Float>, lanes: Int, to dst: UnsafeMutablePointer<Float>) {
-        for t in 0..<lanes { dst[t] = v[t] }
+    public static func store(_ v: SIMD16<Float>, lanes: Range<Int>, to dst: UnsafeMutablePointer<Float>) {
+        for t in lanes { dst[t] = v[t] }
     }
 
     /// Stores 16 consecutive columns `col..<col+16` of row `row` through the epilogue at `dst`
@@ -120,8 +120,16 @@ public struct GemmEpilogue {
         if lanes == 16 {
             UnsafeMutableRawPointer(dst).storeBytes(of: apply(acc, row: row, col: col), as: SIMD16<Float>.self)
         } else {
-            Self.store(apply(acc, row: row, col: col, lanes: lanes), lanes: lanes, to: dst)
+            store(acc, row: row, col: col, lanes: 0..<lanes, to: dst)
         }
+    }
+
+    /// Stores lanes `lanes` of 16 consecutive columns `col..<col+16` of row `row` through the
+    /// epilogue at `dst` (where element `col` goes): the epilogue in vector form, reading and writing
+    /// those lanes' columns only.
+    @inline(__always)
+    public func store(_ acc: SIMD16<Float>, row: Int, col: Int, lanes: Range<Int>, to dst: UnsafeMutablePointer<Float>) {
+        Self.store(apply(acc, row: row, col: col, lanes: lanes), lanes: lanes, to: dst)
     }
 
     /// Scalar form of `apply` for one element.

@@ -324,11 +324,11 @@ struct GemmTileStore {
     func tail(_ v: SIMD16<Float>, _ r: Int, _ col: Int, _ valid: Int) {
         let dst = c + (r &* ldc &+ col)
         var v = v
-        if accumulate { v += GemmEpilogue.load(dst, lanes: valid) }
+        if accumulate { v += GemmEpilogue.load(dst, lanes: 0..<valid) }
         if let e = epilogue {
-            e.store(v, row: r, col: col, lanes: valid, to: dst)
+            e.store(v, row: r, col: col, lanes: 0..<valid, to: dst)
         } else {
-            GemmEpilogue.store(v, lanes: valid, to: dst)
+            GemmEpilogue.store(v, lanes: 0..<valid, to: dst)
         }
     }
 }
