@@ -132,8 +132,10 @@ final class GemmKernelTests: XCTestCase {
         let minRows = GemmTile.mr * (GemmDriver.blockMinTiles - 1) + 1
         for i in 0..<10 {
             let m = rng.int(minRows...110), k = i % 3 == 0 ? rng.int(257...300) : rng.int(1...40)
-            let blockColumns = GemmDriver.panelsPerBlock(kc: min(k, GemmDriver.kBlock)) * GemmTile.nr
-            XCTAssertGreaterThan(blockColumns, i % 3 == 0 ? 0 : GemmTile.nr, "k=\(k) packs one panel at a time")
+            // Columns per block of the K block that packs most panels (past 256, the second one).
+            let lastBlock = k > GemmDriver.kBlock ? k - GemmDriver.kBlock : k
+            let blockColumns = GemmDriver.panelsPerBlock(kc: lastBlock) * GemmTile.nr
+            XCTAssertGreaterThan(blockColumns, GemmTile.nr, "k=\(k) packs one panel at a time")
             let n = rng.int(blockColumns + 1 ... 2 * blockColumns + 40)
             run(m: m, n: n, k: k, epilogue: { rb, _, res in
                 GemmEpilogue(rowBias: rb.pointer, residual: res.pointer, residualStride: n, lowerBound: -1, upperBound: 2,
