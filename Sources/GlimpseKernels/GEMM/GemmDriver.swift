@@ -69,7 +69,7 @@ public enum GemmDriver {
                     }
                     for t in mTiles {
                         let m0 = t * mr
-                        let a = packedA + t * k * mr + k0 * mr
+                        let a = packedA + GemmPacking.aOffset(tile: t, k0: k0, kc: kc, m: m)
                         for slot in slots[0..<(p1 - p0)] {
                             let split = slot.inImage < slot.columns
                                 ? GemmColumnSplit(column: slot.inImage, c: slot.c - slot.col + imageStride + m0 * ldc,
