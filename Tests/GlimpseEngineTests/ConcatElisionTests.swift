@@ -47,7 +47,8 @@ final class ConcatElisionTests: XCTestCase {
     }
 
     /// Batch-1 plans elide the concatenation (and only when no one else reads its inputs); each
-    /// item's outputs equal those of a batch-2 plan, which copies.
+    /// item's outputs equal those of a batch-2 plan, which copies, up to rounding: the batch-2
+    /// plan's GEMMs tile the columns differently, and a column tail sums its products in another order.
     func testBatchOneConcatIsWrittenInPlace() throws {
         let pool = ThreadPool(threads: 2)
         let input = (0..<144).map { Float(cos(Double($0) * 0.37)) }
@@ -61,10 +62,14 @@ final class ConcatElisionTests: XCTestCase {
             for item in 0..<2 {
                 let single = run(one, Array(input[(item * 72)..<(item * 72 + 72)]), pool: pool)
                 let y = both[0].count / 2
-                XCTAssertEqual(single[0], Array(both[0][(item * y)..<(item * y + y)]), "item \(item), alsoRead \(alsoRead)")
+                XCTAssertEqual(single[0].count, y)
+                XCTAssertLessThanOrEqual(relativeError(single[0], Array(both[0][(item * y)..<(item * y + y)])), 1e-5,
+                                         "item \(item), alsoRead \(alsoRead)")
                 if alsoRead {
                     let a = both[1].count / 2
-                    XCTAssertEqual(single[1], Array(both[1][(item * a)..<(item * a + a)]), "item \(item)")
+                    XCTAssertEqual(single[1].count, a)
+                    XCTAssertLessThanOrEqual(relativeError(single[1], Array(both[1][(item * a)..<(item * a + a)])), 1e-5,
+                                             "item \(item)")
                 }
             }
         }

@@ -54,8 +54,34 @@ public func gemm_f32_6x32_avx512(
         c01[0] = extra[0]; c11[0] = extra[1]; c21[0] = extra[2]
         c31[0] = extra[3]; c41[0] = extra[4]; c51[0] = extra[5]
     }
-    // A column tail of at most 16 (a 13×13 plane's 169 columns end in 9) needs only the panel's first
-    // half: half the FMAs, and the second accumulator of each row stays zero.
+    // A column tail of at most 16 (a 14×14 plane's 196 columns end in 4, a 13×13 plane's 169 in 9)
+    // needs only the panel's first half: half the FMAs. Six chains of dependent FMAs would wait on
+    // their latency (a 4-column tail cost 0.85 of a whole panel), so even steps go to the first
+    // accumulator of each row and odd steps to the second, summed at the end.
+    while cols <= 16 && k > 1 {
+        let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
+        let b1 = bp.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self)
+        c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
+        c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
+        c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
+        c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
+        c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
+        c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
+        c01.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 24, as: Float.self)), b1)
+        c11.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 28, as: Float.self)), b1)
+        c21.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 32, as: Float.self)), b1)
+        c31.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 36, as: Float.self)), b1)
+        c41.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 40, as: Float.self)), b1)
+        c51.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 44, as: Float.self)), b1)
+        ap += 48
+        bp += 256
+        k -= 2
+    }
+    if cols <= 16 {
+        c00 += c01; c10 += c11; c20 += c21; c30 += c31; c40 += c41; c50 += c51
+        c01 = SIMD16<Float>(); c11 = SIMD16<Float>(); c21 = SIMD16<Float>()
+        c31 = SIMD16<Float>(); c41 = SIMD16<Float>(); c51 = SIMD16<Float>()
+    }
     while cols <= 16 && k > 0 {
         let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
         c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
