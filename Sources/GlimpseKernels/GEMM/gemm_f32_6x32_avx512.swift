@@ -27,30 +27,50 @@ public func gemm_f32_6x32_avx512(
     var k = kc
     // 17 columns (a 7×7 plane's 49 end in 17, a 55×55 plane's 3025 too): the first 16 as a half
     // panel, the 17th with one 8-lane FMA per step over the 6 rows of A; 7 FMAs per step, not 12.
+    // Even and odd steps go to separate accumulators (the rows' second ones, and `odd`), so 14
+    // chains, not 7, hide the FMA latency.
     if cols == 17 {
-        var extra = SIMD8<Float>()
-        @inline(__always) func step(_ rows: SIMD8<Float>) {
+        var extra = SIMD8<Float>(), odd = SIMD8<Float>()
+        @inline(__always) func broadcast(_ offset: Int) -> SIMD16<Float> {
+            SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: offset, as: Float.self))
+        }
+        // The 8-lane loads of A's 6 rows read 2 floats past them, the next step's; the last step
+        // reads its 6 one by one.
+        while k > 2 {
             let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
-            c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
-            c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
-            c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
-            c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
-            c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
-            c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
-            extra.addProduct(rows, SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 64, as: Float.self)))
+            let b1 = bp.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self)
+            c00.addProduct(broadcast(0), b0); c01.addProduct(broadcast(24), b1)
+            c10.addProduct(broadcast(4), b0); c11.addProduct(broadcast(28), b1)
+            c20.addProduct(broadcast(8), b0); c21.addProduct(broadcast(32), b1)
+            c30.addProduct(broadcast(12), b0); c31.addProduct(broadcast(36), b1)
+            c40.addProduct(broadcast(16), b0); c41.addProduct(broadcast(40), b1)
+            c50.addProduct(broadcast(20), b0); c51.addProduct(broadcast(44), b1)
+            extra.addProduct(ap.loadUnaligned(as: SIMD8<Float>.self),
+                             SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 64, as: Float.self)))
+            odd.addProduct(ap.loadUnaligned(fromByteOffset: 24, as: SIMD8<Float>.self),
+                           SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 192, as: Float.self)))
+            ap += 48
+            bp += 256
+            k -= 2
+        }
+        while k > 0 {
+            let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
+            c00.addProduct(broadcast(0), b0)
+            c10.addProduct(broadcast(4), b0)
+            c20.addProduct(broadcast(8), b0)
+            c30.addProduct(broadcast(12), b0)
+            c40.addProduct(broadcast(16), b0)
+            c50.addProduct(broadcast(20), b0)
+            extra.addProduct(k > 1 ? ap.loadUnaligned(as: SIMD8<Float>.self) : GemmTail.sixRows(ap),
+                             SIMD8<Float>(repeating: bp.loadUnaligned(fromByteOffset: 64, as: Float.self)))
             ap += 24
             bp += 128
-        }
-        // The 8-lane load of A's 6 rows reads 2 floats past them, the next step's; the last step
-        // reads its 6 one by one.
-        while k > 1 {
-            step(ap.loadUnaligned(as: SIMD8<Float>.self))
             k -= 1
         }
-        if k == 1 {
-            step(GemmTail.sixRows(ap))
-            k = 0
-        }
+        c00 += c01; c10 += c11; c20 += c21; c30 += c31; c40 += c41; c50 += c51
+        extra += odd
+        c01 = SIMD16<Float>(); c11 = SIMD16<Float>(); c21 = SIMD16<Float>()
+        c31 = SIMD16<Float>(); c41 = SIMD16<Float>(); c51 = SIMD16<Float>()
         c01[0] = extra[0]; c11[0] = extra[1]; c21[0] = extra[2]
         c31[0] = extra[3]; c41[0] = extra[4]; c51[0] = extra[5]
     }
