@@ -83,6 +83,8 @@ public final class CompiledModel: @unchecked Sendable {
     /// True when the items of a batch were shown independent at load, so a batch may run as single
     /// items (always false for a graph fixed at batch 1, and when splitting is `.never`).
     public let itemsIndependent: Bool
+    /// What a batch split into items still runs whole (nil: nothing).
+    let batchTail: BatchTail?
     /// `.auto`'s trial state per batch size and thread count.
     let splitTuning = Mutex<[SplitTuning.Key: SplitTuning]>([:])
 
@@ -96,6 +98,7 @@ public final class CompiledModel: @unchecked Sendable {
         self.widenedBatch = false
         self.batchSplitting = .never
         self.itemsIndependent = false
+        self.batchTail = nil
     }
 
     /// Compiles an optimized graph: checks it by planning batch 1 (and 2 when the batch is
@@ -126,6 +129,7 @@ public final class CompiledModel: @unchecked Sendable {
         } else {
             itemsIndependent = false
         }
+        batchTail = itemsIndependent ? Self.batchTail(of: compiled) : nil
         self.inputs = compiled.inputs.map { $0.spec }
         var outSpecs: [TensorSpec] = []
         for (i, out) in graph.outputs.enumerated() {

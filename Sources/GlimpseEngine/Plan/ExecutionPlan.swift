@@ -8,6 +8,11 @@ final class ExecutionPlan {
     let inputTensors: [Tensor]
     let outputTensors: [Tensor]
     private let kernels: [any Kernel]
+    /// Index of the first kernel of graph node i (or of the next node that has one); one more entry
+    /// for the end of the graph.
+    private let nodeKernel: [Int]
+    /// The tensor of every value that has one (constants, and values given buffers).
+    private let valueTensors: [Tensor?]
     /// Label of each kernel ("Conv 3x3 s1 g1 64->64 56x56" etc.) for the optional profiler.
     private let kernelLabels: [String]
     private let storages: [TensorStorage]
@@ -149,7 +154,10 @@ final class ExecutionPlan {
         let workspace = TensorStorage(byteCount: max(wsFloats, 16) * 4 + 64)
         var kernels: [any Kernel] = []
         var labels: [String] = []
+        var nodeKernel = [Int](repeating: 0, count: graph.nodes.count + 1)
+        var nextNode = 0
         for i in live {
+            while nextNode <= i { nodeKernel[nextNode] = kernels.count; nextNode += 1 }
             let n = graph.nodes[i]
             if n.op.isView || elided.contains(i) { continue }
             let ctx = KernelContext(
@@ -169,7 +177,10 @@ final class ExecutionPlan {
                 throw EngineError("\(graph.name): \(n.label): \(e.description)")
             }
         }
+        while nextNode <= graph.nodes.count { nodeKernel[nextNode] = kernels.count; nextNode += 1 }
         self.kernels = kernels
+        self.nodeKernel = nodeKernel
+        self.valueTensors = (0..<count).map { tensor($0) }
         self.kernelLabels = labels
         self.storages = storages
         self.workspace = workspace
@@ -230,14 +241,25 @@ final class ExecutionPlan {
     }
 
     func execute(_ pool: ThreadPool) {
+        execute(pool, kernels: 0..<kernels.count)
+    }
+
+    /// Runs the kernels `range` only (see `kernels(from:)`).
+    func execute(_ pool: ThreadPool, kernels range: Range<Int>) {
         if OpProfiler.enabled {
-            for (k, label) in zip(kernels, kernelLabels) {
+            for i in range {
                 let t0 = OpProfiler.now()
-                k.run(pool)
-                OpProfiler.shared.record(label, OpProfiler.now() - t0)
+                kernels[i].run(pool)
+                OpProfiler.shared.record(kernelLabels[i], OpProfiler.now() - t0)
             }
             return
         }
-        for k in kernels { k.run(pool) }
+        for i in range { kernels[i].run(pool) }
     }
+
+    /// The kernels of graph nodes `node...` to the end of the graph.
+    func kernels(from node: Int) -> Range<Int> { nodeKernel[node]..<kernels.count }
+
+    /// The tensor holding `value` in this plan (nil for a value that is never computed).
+    func tensor(of value: Int) -> Tensor? { valueTensors[value] }
 }
