@@ -32,13 +32,7 @@ final class BatchSplitTests: XCTestCase {
         let m = try ONNXLoader.load(path: try SharedData.path("models/squeezenet1.1.onnx"),
                                     options: EngineOptions(threads: 2))
         XCTAssertTrue(m.itemsIndependent)
-        let input = Tensor(shape: [3, 3, 224, 224], dtype: .float32)
-        for i in 0..<input.count { input.f32[i] = Float((i * 7919) % 1000) / 500 - 1 }
-        let singles: [[Float]] = try (0..<3).map { item in
-            let one = Tensor(shape: [1, 3, 224, 224], dtype: .float32)
-            one.rawPointer.copyMemory(from: input.item(item).rawPointer, byteCount: one.byteCount)
-            return try m.run([one])[0].floats()
-        }
+        let (input, singles) = try imageBatchAndSingleRuns(m, items: 3)
         XCTAssertGreaterThan(relativeError(singles[0], singles[1]), 1e-3, "distinct items")
 
         func check(_ batch: Int, parallel: Bool, threads: Int) throws {

@@ -15,13 +15,7 @@ final class BatchTailTests: XCTestCase {
         let tail = try XCTUnwrap(m.batchTail, "MobileNetV2 ends in a 1280 × 1000 Gemm")
         XCTAssertTrue(m.graph.nodes[tail.node].op is GemmOp)
         XCTAssertEqual(m.graph.nodes[tail.node].inputs[0], tail.value)
-        let input = Tensor(shape: [3, 3, 224, 224], dtype: .float32)
-        for i in 0..<input.count { input.f32[i] = Float((i * 7919) % 1000) / 500 - 1 }
-        let singles: [[Float]] = try (0..<3).map { item in
-            let one = Tensor(shape: [1, 3, 224, 224], dtype: .float32)
-            one.rawPointer.copyMemory(from: input.item(item).rawPointer, byteCount: one.byteCount)
-            return try m.run([one])[0].floats()
-        }
+        let (input, singles) = try imageBatchAndSingleRuns(m, items: 3)
         XCTAssertGreaterThan(relativeError(singles[0], singles[1]), 1e-3, "distinct items")
         for (batch, parallel) in [(3, true), (2, true), (3, false)] {
             XCTAssertEqual(m.splitsBatches(of: batch, threads: parallel ? 2 : 1), true)
