@@ -46,6 +46,13 @@ extension CompiledModel {
         for _ in 0..<lanes { taken.append(try takePlan(batch: 1)) }
         let whole = try batchTail.map { _ in try takePlan(batch: batch) }
         defer { if let whole { plans.withLock { $0[batch, default: []].append(whole) } } }
+        // The tail, its plan and the tensor there that receives each item's input to it, when every
+        // plan has a buffer for that value (else the items run to the end on their own).
+        var join: (tail: BatchTail, whole: ExecutionPlan, wide: Tensor)?
+        if let tail = batchTail, let whole, let wide = whole.tensor(of: tail.value),
+           taken.allSatisfy({ $0.tensor(of: tail.value) != nil }) {
+            join = (tail, whole, wide)
+        }
         let results: [Tensor] = zip(taken[0].outputTensors, graph.outputs).map { one, out in
             var dims = one.shape.dims
             dims[0] = batch
@@ -53,9 +60,9 @@ extension CompiledModel {
         }
         func runItem(_ item: Int, on plan: ExecutionPlan, pool: ThreadPool) {
             for (t, dst) in zip(inputs, plan.inputTensors) { TensorConversion.copy(t, item: item, into: dst) }
-            if let tail = batchTail, let whole, let cut = plan.tensor(of: tail.value), let wide = whole.tensor(of: tail.value) {
-                plan.execute(pool, kernels: 0..<plan.kernels(from: tail.node).lowerBound)
-                TensorConversion.copy(cut, into: wide, item: item)
+            if let join, let cut = plan.tensor(of: join.tail.value) {
+                plan.execute(pool, kernels: 0..<plan.kernels(from: join.tail.node).lowerBound)
+                TensorConversion.copy(cut, into: join.wide, item: item)
                 return
             }
             plan.execute(pool)
@@ -63,9 +70,9 @@ extension CompiledModel {
         }
         pool.parallelTasks(sideBySide) { item, thread in runItem(item, on: taken[thread], pool: .serial) }
         for item in sideBySide..<batch { runItem(item, on: taken[0], pool: pool) }
-        if let tail = batchTail, let whole {
-            whole.execute(pool, kernels: whole.kernels(from: tail.node))
-            for (src, dst) in zip(whole.outputTensors, results) { TensorConversion.copy(src, into: dst) }
+        if let join {
+            join.whole.execute(pool, kernels: join.whole.kernels(from: join.tail.node))
+            for (src, dst) in zip(join.whole.outputTensors, results) { TensorConversion.copy(src, into: dst) }
         }
         return results
     }
@@ -94,7 +101,7 @@ extension CompiledModel {
 /// with large weights (`minWeights` floats or more), when that layer's input is all the rest of
 /// the graph passes on. Run per item, such a layer streams its weights from memory for every
 /// item (MobileNetV2's 1280 × 1000 weights, 5 MB, took 165 µs per item on one thread, about 3 %
-/// of the item); run once for a batch of 8, 65 µs per item.
+/// of the item); in a run of the whole batch of 8, 65 µs per item.
 struct BatchTail: Sendable {
     /// Fewest weights (1 MB of floats) for which a layer is worth a plan for the whole batch.
     static let minWeights = 1 << 18
