@@ -76,7 +76,7 @@ public func gemm_f32_6x32_avx512(
     }
     // A column tail of at most 16 (a 14×14 plane's 196 columns end in 4, a 13×13 plane's 169 in 9)
     // needs only the panel's first half: half the FMAs. Six chains of dependent FMAs would wait on
-    // their latency (a 4-column tail cost 0.85 of a whole panel), so even steps go to the first
+    // their latency (a 4-column tail cost 0.75 of a whole panel), so even steps go to the first
     // accumulator of each row and odd steps to the second, summed at the end.
     while cols <= 16 && k > 1 {
         let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
