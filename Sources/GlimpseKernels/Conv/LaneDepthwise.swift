@@ -1,8 +1,9 @@
 /// Depthwise convolution of small strided planes with 16 channels in the vector lanes, such as
 /// MobileNetV2's and EfficientNet's stride-2 layers down to 7×7, and of EfficientNet's 5×5 layers
 /// up to 28×28. With pixels in the lanes, a stride-2 tap needs the even lanes of two loads and a
-/// lane mask at the plane's edges, per tap and channel; the phase-plane path copies and compacts every small plane instead, and both cost
-/// several times the FMAs they feed (576 × 14×14 → 7×7 took about 5× onnxruntime's time).
+/// lane mask at the plane's edges, per tap and channel; the phase-plane path copies and compacts
+/// every small plane instead, and both cost several times the FMAs they feed (576 × 14×14 → 7×7
+/// took about 5× onnxruntime's time).
 ///
 /// Here a block of 16 channels is transposed once into a zero-padded scratch image
 /// `[Hp][Wp][16]`, so each tap of each output pixel is one aligned load and one FMA for all 16

@@ -25,15 +25,16 @@ public func gemm_f32_6x32_avx512(
     var ap = UnsafeRawPointer(a)
     var bp = UnsafeRawPointer(b)
     var k = kc
+    // A's float at `offset` bytes from the current step, in every lane.
+    @inline(__always) func broadcast(_ offset: Int) -> SIMD16<Float> {
+        SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: offset, as: Float.self))
+    }
     // 17 columns (a 7×7 plane's 49 end in 17, a 55×55 plane's 3025 too): the first 16 as a half
     // panel, the 17th with one 8-lane FMA per step over the 6 rows of A; 7 FMAs per step, not 12.
     // Even and odd steps go to separate accumulators (the rows' second ones, and `odd`), so 14
     // chains, not 7, hide the FMA latency.
     if cols == 17 {
         var extra = SIMD8<Float>(), odd = SIMD8<Float>()
-        @inline(__always) func broadcast(_ offset: Int) -> SIMD16<Float> {
-            SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: offset, as: Float.self))
-        }
         // The 8-lane loads of A's 6 rows read 2 floats past them, the next step's; the last step
         // reads its 6 one by one.
         while k > 2 {
@@ -81,18 +82,18 @@ public func gemm_f32_6x32_avx512(
     while cols <= 16 && k > 1 {
         let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
         let b1 = bp.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self)
-        c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
-        c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
-        c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
-        c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
-        c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
-        c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
-        c01.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 24, as: Float.self)), b1)
-        c11.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 28, as: Float.self)), b1)
-        c21.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 32, as: Float.self)), b1)
-        c31.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 36, as: Float.self)), b1)
-        c41.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 40, as: Float.self)), b1)
-        c51.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 44, as: Float.self)), b1)
+        c00.addProduct(broadcast(0), b0)
+        c10.addProduct(broadcast(4), b0)
+        c20.addProduct(broadcast(8), b0)
+        c30.addProduct(broadcast(12), b0)
+        c40.addProduct(broadcast(16), b0)
+        c50.addProduct(broadcast(20), b0)
+        c01.addProduct(broadcast(24), b1)
+        c11.addProduct(broadcast(28), b1)
+        c21.addProduct(broadcast(32), b1)
+        c31.addProduct(broadcast(36), b1)
+        c41.addProduct(broadcast(40), b1)
+        c51.addProduct(broadcast(44), b1)
         ap += 48
         bp += 256
         k -= 2
@@ -104,12 +105,12 @@ public func gemm_f32_6x32_avx512(
     }
     while cols <= 16 && k > 0 {
         let b0 = bp.loadUnaligned(as: SIMD16<Float>.self)
-        c00.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(as: Float.self)), b0)
-        c10.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 4, as: Float.self)), b0)
-        c20.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 8, as: Float.self)), b0)
-        c30.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 12, as: Float.self)), b0)
-        c40.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 16, as: Float.self)), b0)
-        c50.addProduct(SIMD16<Float>(repeating: ap.loadUnaligned(fromByteOffset: 20, as: Float.self)), b0)
+        c00.addProduct(broadcast(0), b0)
+        c10.addProduct(broadcast(4), b0)
+        c20.addProduct(broadcast(8), b0)
+        c30.addProduct(broadcast(12), b0)
+        c40.addProduct(broadcast(16), b0)
+        c50.addProduct(broadcast(20), b0)
         ap += 24
         bp += 128
         k -= 1
