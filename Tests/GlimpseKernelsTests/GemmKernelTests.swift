@@ -171,6 +171,46 @@ final class GemmKernelTests: XCTestCase {
         assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) hw=\(hw) k=\(k) batch=\(batch)", file: file, line: line)
     }
 
+    /// `Gemm49Driver` (GEMMs of exactly 49 columns, B read in place) against the reference: row
+    /// tails, K within one block and past it (later blocks accumulate into C), B and C with rows
+    /// wider than 49 (nothing past column 48 is written), every kind of epilogue, and the row tiles
+    /// run as two ranges cut at a random tile.
+    func testFortyNineColumnsMatchReference() {
+        var rng = TestRandom(seed: 61)
+        let n = Gemm49Driver.columns
+        for i in 0..<20 {
+            let m = rng.int(1...40), k = i % 4 == 0 ? rng.int(257...600) : rng.int(1...80)
+            let ldb = i % 3 == 0 ? 65 : n, ldc = i % 5 == 0 ? 56 : n
+            let a = AlignedBuffer(rng.floats(m * k)), b = AlignedBuffer(rng.floats(k * ldb))
+            let rowBias = AlignedBuffer(rng.floats(m)), colBias = AlignedBuffer(rng.floats(n))
+            let rowScale = AlignedBuffer((0..<m).map { _ in 4 + rng.float() })
+            let residual = AlignedBuffer(rng.floats(m * ldc))
+            let ep: GemmEpilogue
+            switch i % 4 {
+            case 0: ep = GemmEpilogue(rowBias: rowBias.pointer, residual: residual.pointer, residualStride: ldc,
+                                      lowerBound: -1, upperBound: 2, swish: true)
+            case 1: ep = GemmEpilogue(colBias: colBias.pointer, lowerBound: -0.5)
+            case 2: ep = GemmEpilogue(rowBias: rowBias.pointer, rowScale: rowScale.pointer, roundToInteger: true,
+                                      residual: residual.pointer, residualStride: ldc, lowerBound: -3, upperBound: 2)
+            default: ep = .none
+            }
+            let packedA = AlignedBuffer(GemmPacking.packedACount(m: m, k: k))
+            GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
+            let c = AlignedBuffer([Float](repeating: .nan, count: m * ldc)), ref = AlignedBuffer(m * n)
+            let tiles = (m + GemmTile.mr - 1) / GemmTile.mr, cut = rng.int(0...tiles)
+            for range in [0..<cut, cut..<tiles] {
+                Gemm49Driver.run(m: m, k: k, packedA: packedA.pointer, b: b.pointer, ldb: ldb, c: c.pointer, ldc: ldc,
+                                 epilogue: ep, rowTiles: range)
+            }
+            gemm_f32_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: ldb, c: ref.pointer, ldc: n, epilogue: ep)
+            let out = c.array
+            let columns = (0..<m).flatMap { r in out[(r * ldc)..<(r * ldc + n)] }
+            assertClose(columns, ref.array, tolerance: 1e-5, "m=\(m) k=\(k) ldb=\(ldb) ldc=\(ldc)")
+            let padding = (0..<m).flatMap { r in out[(r * ldc + n)..<(r * ldc + ldc)] }
+            XCTAssertTrue(padding.allSatisfy(\.isNaN), "m=\(m) k=\(k) ldc=\(ldc): written past column 48")
+        }
+    }
+
     func testRequantizingEpilogueRoundsHalfToEven() {
         let rb = AlignedBuffer([0.5, 1.5, 2.5, -0.5, 0, 0] + [Float](repeating: 0, count: 16))
         let ep = GemmEpilogue(rowBias: rb.pointer, roundToInteger: true)

@@ -92,7 +92,13 @@ struct ConvKernel: Kernel {
     }
 
     static func scalesWhilePacking(_ g: ConvGeometry, depthwise: Bool, group: Int, requantizes: Bool) -> Bool {
-        !depthwise && group == 1 && g.isPointwise && g.outPixels > 1 && !requantizes
+        !depthwise && group == 1 && g.isPointwise && g.outPixels > 1 && !requantizes && !readsRowsInPlace(g, group: group)
+    }
+
+    /// Whether the convolution is a 1×1 one of a 7×7 plane, which `Gemm49Driver` multiplies with
+    /// its input read in place (an input scale is then applied to a copy first, `runPrescaled`).
+    static func readsRowsInPlace(_ g: ConvGeometry, group: Int) -> Bool {
+        group == 1 && g.isPointwise && g.outPixels == Gemm49Driver.columns
     }
 
     /// Floats of workspace, after the per-thread scratch and the im2col matrix, that hold the
@@ -142,6 +148,10 @@ struct ConvKernel: Kernel {
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
         if g.isPointwise && n == 1 {
             runGemv(pool, packed)
+            return
+        }
+        if Self.readsRowsInPlace(g, group: group) {
+            runSevenBySeven(pool, packed)
             return
         }
         if g.isPointwise && group == 1 && batch > 1 && n >= GemmTile.nr {
@@ -258,6 +268,20 @@ struct ConvKernel: Kernel {
             GemmDriver.run(m: m, n: batch * n, k: k, packedA: packed, b: b, c: output, ldc: n, epilogue: epilogue,
                            panels: (panels * chunk / chunks)..<(panels * (chunk + 1) / chunks),
                            scratch: workspace + thread * scratchPerThread, imageColumns: n, imageStride: m * n)
+        }
+    }
+
+    /// 1×1 convolution of a 7×7 plane (`Gemm49Driver`): runs of row tiles of every image spread
+    /// over the threads, each reading the image's input rows in place.
+    private func runSevenBySeven(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
+        let g = geometry
+        let m = outPerGroup, n = g.outPixels, k = g.patchSize
+        let tiles = (m + GemmTile.mr - 1) / GemmTile.mr
+        let inImage = g.inChannels * n, outImage = m * n
+        Self.contiguousRuns(pool, tasks: min(batch * tiles / 4, threads * Self.tasksPerThread), items: batch,
+                            unitsPerItem: tiles) { _, b, part in
+            Gemm49Driver.run(m: m, k: k, packedA: packed, b: input + b * inImage, ldb: n, c: output + b * outImage, ldc: n,
+                             epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: n), rowTiles: part)
         }
     }
 
