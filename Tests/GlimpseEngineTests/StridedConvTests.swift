@@ -6,11 +6,14 @@ import XCTest
 /// Convolutions that read phase planes (`PhaseB`): stride 2 with and without padding, a 7×7 stem,
 /// a residual, and a stride-1 convolution without padding, over the output's
 /// pixels and over the flat output, run through the engine on one and two threads and two images,
-/// against the scalar reference.
+/// against the scalar reference. Also those with a 7×7 output, which `Gemm49Driver` multiplies
+/// instead: from an im2col matrix (strided) or from the input in place (1×1, stride 1).
 final class StridedConvTests: XCTestCase {
     private struct Case {
         let cin, cout, h, w, kernel, stride, pad: Int
         var residual = false
+        /// Whether the convolution reads phase planes; the others have 7×7 outputs.
+        var phases = true
     }
 
     private func values(_ n: Int, _ seed: Int) -> [Float] {
@@ -20,7 +23,8 @@ final class StridedConvTests: XCTestCase {
     private func check(_ c: Case, batch: Int, threads: Int) throws {
         let window = WindowAttributes(strides: [c.stride, c.stride], pads: [c.pad, c.pad, c.pad, c.pad])
         let g = try window.geometry(channels: c.cin, h: c.h, w: c.w, kernel: [c.kernel, c.kernel])
-        XCTAssertTrue(ConvKernel.readsPhases(g, depthwise: false, group: 1, residual: c.residual), "\(c) takes another path")
+        XCTAssertEqual(ConvKernel.readsPhases(g, depthwise: false, group: 1, residual: c.residual), c.phases, "\(c) takes another path")
+        if !c.phases { XCTAssertEqual(g.outPixels, Gemm49Driver.columns, "\(c)") }
         let graph = Graph(name: "strided")
         let op = ConvOp(window: window, group: 1)
         op.activation = Activation(lower: 0)
@@ -77,6 +81,12 @@ final class StridedConvTests: XCTestCase {
             Case(cin: 40, cout: 13, h: 30, w: 30, kernel: 3, stride: 1, pad: 0),
             // A residual, read in the output's layout.
             Case(cin: 8, cout: 24, h: 80, w: 80, kernel: 3, stride: 2, pad: 1, residual: true),
+            // 14×14 → 7×7 (ResNet-50's last stage, smaller): the im2col matrix and 49-column tiles;
+            // K over two blocks, 50 outputs (a row tail).
+            Case(cin: 40, cout: 50, h: 14, w: 14, kernel: 3, stride: 2, pad: 1, phases: false),
+            Case(cin: 300, cout: 20, h: 14, w: 14, kernel: 1, stride: 2, pad: 0, residual: true, phases: false),
+            // A 1×1 convolution of a 7×7 plane, its input read in place.
+            Case(cin: 270, cout: 40, h: 7, w: 7, kernel: 1, stride: 1, pad: 0, residual: true, phases: false),
         ]
         for c in cases {
             try check(c, batch: 1, threads: 1)

@@ -37,8 +37,12 @@ struct ConvKernel: Kernel {
     /// is no residual to read in that layout.
     /// A strided 1×1 convolution reads one phase of the input; filling all of them made ResNet-50's
     /// three 6–9 % slower than the im2col matrix (which then holds just that phase), so they keep it.
+    /// A 7×7 output (49 columns) fills the im2col matrix instead, for `Gemm49Driver`, which reads
+    /// the weights once rather than once per column panel: ResNet-50's 3×3 14 → 7 layer took 0.86
+    /// of its time with phase planes.
     static func readsPhases(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> Bool {
-        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1 else { return false }
+        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1,
+              g.outPixels != Gemm49Driver.columns else { return false }
         let planes = PhasePlanes(g)
         if PhaseB.readsDense(planes) { return true }
         return !residual && g.patchSize >= 128 && planes.rowStride * 8 <= g.outWidth * 9
@@ -314,6 +318,10 @@ struct ConvKernel: Kernel {
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
         let columns = workspace + threads * scratchPerThread, ld = Im2colMatrix.rowStride(g)
+        if n == Gemm49Driver.columns {
+            runMaterializedFortyNine(pool, packed)
+            return
+        }
         let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
         let splitRows = rowChunks >= threads
         let units = splitRows ? rowTiles : panels
@@ -343,6 +351,36 @@ struct ConvKernel: Kernel {
                                    b: RowMajorB(base: columns, rowStride: ld), c: dst, ldc: n, epilogue: epilogue,
                                    panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
                                    scratch: workspace + thread * scratchPerThread)
+                }
+            }
+        }
+    }
+
+    /// `runMaterialized` for a 7×7 output (`Gemm49Driver`): the whole im2col matrix is filled first,
+    /// its rows spread over the threads, then runs of row tiles multiply it.
+    private func runMaterializedFortyNine(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
+        let g = geometry
+        let m = outPerGroup, n = g.outPixels, k = g.patchSize
+        let tiles = (m + GemmTile.mr - 1) / GemmTile.mr
+        let perGroupA = GemmPacking.packedACount(m: m, k: k)
+        let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
+        let columns = workspace + threads * scratchPerThread, ld = Im2colMatrix.rowStride(g)
+        let fills = min(threads, k)
+        for b in 0..<batch {
+            for grp in 0..<group {
+                let src = input + b * inImage + grp * g.inChannels * g.inPixels
+                let dst = output + b * outImage + grp * m * n
+                let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
+                // The whole input tensor is readable around this image's planes.
+                let readable = (input - src)..<(input + batch * inImage - src)
+                pool.parallelFor(fills) { t in
+                    Im2colMatrix.fill(input: src, geometry: g, rows: (k * t / fills)..<(k * (t + 1) / fills),
+                                      readable: readable, into: columns)
+                }
+                Self.contiguousRuns(pool, tasks: min(tiles / 4, threads * Self.tasksPerThread), items: 1,
+                                    unitsPerItem: tiles) { _, _, part in
+                    Gemm49Driver.run(m: m, k: k, packedA: packed + grp * perGroupA, b: columns, ldb: ld, c: dst, ldc: n,
+                                     epilogue: epilogue, rowTiles: part)
                 }
             }
         }
