@@ -37,12 +37,8 @@ struct ConvKernel: Kernel {
     /// is no residual to read in that layout.
     /// A strided 1×1 convolution reads one phase of the input; filling all of them made ResNet-50's
     /// three 6–9 % slower than the im2col matrix (which then holds just that phase), so they keep it.
-    /// A 7×7 output (49 columns) fills the im2col matrix instead, for `Gemm49Driver`, which reads
-    /// the weights once rather than once per column panel: ResNet-50's 3×3 14 → 7 layer took 0.86
-    /// of its time with phase planes.
     static func readsPhases(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> Bool {
-        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1,
-              g.outPixels != Gemm49Driver.columns else { return false }
+        guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1 else { return false }
         let planes = PhasePlanes(g)
         if PhaseB.readsDense(planes) { return true }
         return !residual && g.patchSize >= 128 && planes.rowStride * 8 <= g.outWidth * 9
