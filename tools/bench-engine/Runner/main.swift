@@ -2,12 +2,16 @@
 //
 // Usage: bench-engine [--seconds S] [--batches 1,8,32] [--threads 1,2] [--widen]
 //                     [--split auto|always|never] MODEL.onnx...
+//        bench-engine --serve [--widen] [--split auto|always|never]
 // Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak, and
 // split (how batches of several items ran: "split" into single items, "whole", or "-").
 // --split sets `EngineOptions.batchSplitting` (default auto: the engine times both ways on its first
 // runs of each batch size, which the warm-up covers).
 // --widen loads with `EngineOptions.widenFixedBatch`, so fixed-batch-1 models that pass the check
 // at load run every batch size (otherwise they are measured at batch 1 only).
+// --serve reads requests "THREADS BATCH SECONDS MODEL.onnx" from stdin instead, one JSON line back
+// each (tools/bench-engine/paired.py alternates it with onnxruntime's side, measurement by
+// measurement).
 import Foundation
 import GlimpseEngine
 import GlimpseONNX
@@ -18,6 +22,7 @@ var threadCounts = [1, 2]
 var seconds = 2.0
 var widen = false
 var splitting = BatchSplitting.auto
+var serve = false
 var models: [String] = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
@@ -27,6 +32,7 @@ while let a = args.first {
     case "--threads": threadCounts = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
     case "--widen": widen = true
+    case "--serve": serve = true
     case "--split":
         switch args.popFirst() {
         case "always": splitting = .always
@@ -74,52 +80,90 @@ func measurePeakPerCore() -> Double {
 let peakPerCore = measurePeakPerCore()
 FileHandle.standardError.write("measured single-core peak: \(String(format: "%.1f", peakPerCore)) GFLOP/s\n".data(using: .utf8)!)
 
-for path in models {
-    for threads in threadCounts {
-        let model: CompiledModel
+/// Loaded models by (path, threads) and the inputs and warm state per batch, so `--serve` requests
+/// reuse them.
+var loaded: [String: CompiledModel] = [:]
+var warmed: Set<String> = []
+
+/// One measurement as a JSON line: runs for at least `seconds` (and 5 runs), median. The first one
+/// for a model, thread count and batch warms up first (which covers the batch-splitting trials);
+/// later ones (`--serve`) run once untimed, as the other engine may have run in between.
+func measure(path: String, threads: Int, batch: Int, seconds: Double) -> String? {
+    let key = "\(threads) \(path)"
+    let model: CompiledModel
+    if let m = loaded[key] {
+        model = m
+    } else {
         do {
             model = try ONNXLoader.load(path: path, options: EngineOptions(threads: threads, widenFixedBatch: widen, batchSplitting: splitting))
         } catch {
-            print("{\"model\": \"\(path)\", \"error\": \"\(error)\"}")
+            return "{\"model\": \"\(path)\", \"error\": \"\(error)\"}"
+        }
+        loaded[key] = model
+    }
+    if model.inputs[0].shape.first != -1 && batch != 1 { return nil }
+    var rng = SystemRandomNumberGenerator()
+    let inputs = model.inputs.map { spec -> Tensor in
+        let shape = spec.shape.map { $0 < 0 ? batch : $0 }
+        let n = shape.reduce(1, *)
+        let values = (0..<n).map { _ in Float.random(in: -1...1, using: &rng) }
+        let t = Tensor(shape: Shape(shape), floats: values)
+        if spec.dtype == .float16 {
+            let h = Tensor(shape: Shape(shape), dtype: .float16)
+            let p = h.rawPointer.assumingMemoryBound(to: UInt16.self)
+            for i in 0..<n { p[i] = Float16(values[i]).bitPattern }
+            return h
+        }
+        return t
+    }
+    do {
+        let warm = "\(key) \(batch)"
+        let untimed = warmed.contains(warm) ? 1 : max(3, CompiledModel.batchSplitTrialRuns + 1)
+        warmed.insert(warm)
+        for _ in 0..<untimed { _ = try model.run(inputs) }
+        var times: [Double] = []
+        let start = now()
+        while (now() - start < seconds || times.count < 5) && times.count < 2000 {
+            let t0 = now()
+            _ = try model.run(inputs)
+            times.append(now() - t0)
+        }
+        times.sort()
+        let median = times[times.count / 2]
+        let gflops = Double(model.flopsPerImage * batch) / median / 1e9
+        let pct = gflops / (peakPerCore * Double(threads)) * 100
+        let split = model.splitsBatches(of: batch, threads: threads).map { $0 ? "split" : "whole" } ?? "-"
+        return String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\"}",
+                      (path as NSString).lastPathComponent, batch, threads, median * 1000, Double(batch) / median,
+                      gflops, pct, times.count, split)
+    } catch {
+        return "{\"model\": \"\(path)\", \"error\": \"\(error)\"}"
+    }
+}
+
+if serve {
+    // One request per line, "THREADS BATCH SECONDS MODEL.onnx"; one JSON line back per request
+    // ("{}" where the model does not take that batch).
+    while let line = readLine() {
+        let parts = line.split(separator: " ", maxSplits: 3).map(String.init)
+        guard parts.count == 4, let t = Int(parts[0]), let b = Int(parts[1]), let s = Double(parts[2]) else {
+            print("{\"error\": \"bad request\"}")
+            fflush(stdout)
             continue
         }
-        for batch in batches {
-            if model.inputs[0].shape.first != -1 && batch != 1 { continue }
-            var rng = SystemRandomNumberGenerator()
-            let inputs = model.inputs.map { spec -> Tensor in
-                let shape = spec.shape.map { $0 < 0 ? batch : $0 }
-                let n = shape.reduce(1, *)
-                let values = (0..<n).map { _ in Float.random(in: -1...1, using: &rng) }
-                let t = Tensor(shape: Shape(shape), floats: values)
-                if spec.dtype == .float16 {
-                    let h = Tensor(shape: Shape(shape), dtype: .float16)
-                    let p = h.rawPointer.assumingMemoryBound(to: UInt16.self)
-                    for i in 0..<n { p[i] = Float16(values[i]).bitPattern }
-                    return h
+        print(measure(path: parts[3], threads: t, batch: b, seconds: s) ?? "{}")
+        fflush(stdout)
+    }
+} else {
+    for path in models {
+        for threads in threadCounts {
+            for batch in batches {
+                if let line = measure(path: path, threads: threads, batch: batch, seconds: seconds) {
+                    print(line)
+                    fflush(stdout)
                 }
-                return t
             }
-            do {
-                for _ in 0..<max(3, CompiledModel.batchSplitTrialRuns + 1) { _ = try model.run(inputs) }
-                var times: [Double] = []
-                let start = now()
-                while (now() - start < seconds || times.count < 5) && times.count < 2000 {
-                    let t0 = now()
-                    _ = try model.run(inputs)
-                    times.append(now() - t0)
-                }
-                times.sort()
-                let median = times[times.count / 2]
-                let gflops = Double(model.flopsPerImage * batch) / median / 1e9
-                let pct = gflops / (peakPerCore * Double(threads)) * 100
-                let split = model.splitsBatches(of: batch, threads: threads).map { $0 ? "split" : "whole" } ?? "-"
-                print(String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\"}",
-                             (path as NSString).lastPathComponent, batch, threads, median * 1000, Double(batch) / median,
-                             gflops, pct, times.count, split))
-                fflush(stdout)
-            } catch {
-                print("{\"model\": \"\(path)\", \"error\": \"\(error)\"}")
-            }
+            loaded["\(threads) \(path)"] = nil
         }
     }
 }
