@@ -1,40 +1,45 @@
 // Vectorized transcendental functions for activations (SIMD16, no libm calls). Every multiply-add
 // is written as `addingProduct` so it compiles to one FMA: Swift does not contract `a * b + c`.
 
-/// e^x: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r (relative
-/// error ≈ 2e-7) and 2^n built in the exponent bits. Inputs are clamped to [-87.3, 88.7] (results
-/// saturate to ~1e-38 / ~3e38 instead of 0 / inf).
+/// e^x: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-5 minimax polynomial for e^r
+/// (relative error 1.4e-7; with ln2 rounded to a float, r is off by up to 2.4e-7 at the range's
+/// ends) and 2^n built in the exponent bits. Inputs are clamped to [-87.3, 88.7] (results saturate
+/// to ~1e-38 / ~3e38 instead of 0 / inf).
 @_transparent
 public func simdExp(_ x: SIMD16<Float>) -> SIMD16<Float> {
-    simdExpInRange(simdClamp(x, SIMD16(repeating: -87.3), SIMD16(repeating: 88.7)))
+    let (p, scale) = simdExpParts(simdClamp(x, SIMD16(repeating: -87.3), SIMD16(repeating: 88.7)), sign: 1)
+    return p * scale
 }
 
-/// e^x for x already within [-87.3, 88.7] (see `simdExp`).
+/// e^(sign·x) for sign·x within [-87.3, 88.7], as a polynomial value and a power of two whose
+/// product it is (sigmoid adds 1 in the same FMA). `sign` is ±1: for -1 the reduction and the
+/// polynomial's odd coefficients absorb the negation, so e^-x costs no extra operation.
 @_transparent
-public func simdExpInRange(_ x: SIMD16<Float>) -> SIMD16<Float> {
-    // Round x·log2(e) to the nearest integer (ties to even) with the 1.5·2^23 magic add: one FMA
-    // instead of a scalarized `rounded`. The low mantissa bits of `biased` then hold n + 127.
+public func simdExpParts(_ x: SIMD16<Float>, sign: Float) -> (SIMD16<Float>, SIMD16<Float>) {
+    // Round sign·x·log2(e) to the nearest integer (ties to even) with the 1.5·2^23 magic add: one
+    // FMA instead of a scalarized `rounded`. The low mantissa bits of `biased` then hold n + 127.
     let magic = SIMD16<Float>(repeating: 12_582_912.0 + 127)
-    let biased = magic.addingProduct(x, SIMD16(repeating: 1.442_695_04))
+    let biased = magic.addingProduct(x, SIMD16(repeating: sign * 1.442_695_04))
     let n = biased - magic
-    var r = x.addingProduct(n, SIMD16(repeating: -0.693_145_75))
-    r = r.addingProduct(n, SIMD16(repeating: -1.428_606_8e-6))
-    var p = SIMD16<Float>(repeating: 1.0 / 120).addingProduct(SIMD16(repeating: 1.0 / 720), r)
-    p = SIMD16(repeating: 1.0 / 24).addingProduct(p, r)
-    p = SIMD16(repeating: 1.0 / 6).addingProduct(p, r)
-    p = SIMD16(repeating: 0.5).addingProduct(p, r)
-    p = SIMD16(repeating: 1).addingProduct(p, r)
-    p = SIMD16(repeating: 1).addingProduct(p, r)
+    // s = x − sign·n·ln2 = sign·r, so e^r = p(sign·s): Horner in s with coefficient i times sign^i.
+    let s = x.addingProduct(n, SIMD16(repeating: -sign * 0.693_147_18))
+    var q = SIMD16<Float>(repeating: 0.041_915_383).addingProduct(SIMD16(repeating: sign * 0.008_297_655), s)
+    q = SIMD16(repeating: sign * 0.166_675_75).addingProduct(q, s)
+    q = SIMD16(repeating: 0.499_988_94).addingProduct(q, s)
+    q = SIMD16(repeating: sign * 0.999_999_7).addingProduct(q, s)
+    q = SIMD16(repeating: 1.000_000_1).addingProduct(q, s)
     // 2^n: shift n + 127 into the exponent.
     let bits = unsafeBitCast(biased, to: SIMD16<Int32>.self) &<< 23
-    return p * unsafeBitCast(bits, to: SIMD16<Float>.self)
+    return (q, unsafeBitCast(bits, to: SIMD16<Float>.self))
 }
 
-/// 1 / (1 + e^-x). The argument of the exponential is clamped to ±80 (the result is then within
-/// 2e-35 of 0 or 1), so the denominator stays in [1, 6e34] where `simdReciprocalPositive` holds.
+/// 1 / (1 + e^-x). x is clamped to ±80 (the result is then within 2e-35 of 0 or 1), so the
+/// denominator stays in [1, 6e34] where `simdReciprocalPositive` holds. The exponential's last
+/// multiply and the 1 + are one FMA.
 @_transparent
 public func simdSigmoid(_ x: SIMD16<Float>) -> SIMD16<Float> {
-    simdReciprocalPositive(1 + simdExpInRange(simdClamp(-x, SIMD16(repeating: -80), SIMD16(repeating: 80))))
+    let (q, scale) = simdExpParts(simdClamp(x, SIMD16(repeating: -80), SIMD16(repeating: 80)), sign: -1)
+    return simdReciprocalPositive(SIMD16<Float>(repeating: 1).addingProduct(q, scale))
 }
 
 /// 1 / d for positive normal d up to about 1e37, without `vdivps` (a zmm division issues once per
