@@ -182,21 +182,58 @@ public enum LaneDepthwise {
         }
     }
 
-    /// `acc[pixel]` = Σ over taps of weight[tap] · padded[2oy + kh][2ox + kw], four output pixels
-    /// of a row at a time; pixels past the plane up to a whole chunk are zeroed.
+    /// `acc[pixel]` = Σ over taps of weight[tap] · padded[s·oy + kh][s·ox + kw], two output rows of
+    /// four pixels at a time (eight chains of FMAs, each weight loaded once for all eight); a last
+    /// odd row four pixels at a time; pixels past the plane up to a whole chunk are zeroed.
     @inline(__always)
     static func accumulate(padded: UnsafeMutablePointer<Float>, columns wp: Int, weights: UnsafePointer<Float>,
                            geometry g: ConvGeometry, into acc: UnsafeMutablePointer<Float>) {
         let ho = g.outHeight, wo = g.outWidth, kh = g.kernelHeight, kw = g.kernelWidth
         let p = UnsafeRawPointer(padded), wts = UnsafeRawPointer(weights), out = UnsafeMutableRawPointer(acc)
         let sy = g.strideH &* wp &* 64, sx = g.strideW &* 64
-        for oy in 0..<ho {
+        var oy = 0
+        // Two rows at a time: four pixels of one row are four chains of dependent FMAs, which wait
+        // on the FMA latency (half the throughput); eight are enough. The last four pixels of a row
+        // overlap the ones before when the width is not a multiple of 4 (computed twice, the same
+        // values).
+        while oy &+ 1 < ho && wo >= 4 {
+            var ox = 0
+            while ox < wo {
+                ox = min(ox, wo &- 4)
+                var a0 = SIMD16<Float>(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0
+                var t = 0
+                for i in 0..<kh {
+                    var q = oy &* sy &+ i &* wp &* 64 &+ ox &* sx
+                    for _ in 0..<kw {
+                        let wv = wts.loadUnaligned(fromByteOffset: t &* 64, as: SIMD16<Float>.self)
+                        a0.addProduct(p.loadUnaligned(fromByteOffset: q, as: SIMD16<Float>.self), wv)
+                        a1.addProduct(p.loadUnaligned(fromByteOffset: q &+ sx, as: SIMD16<Float>.self), wv)
+                        a2.addProduct(p.loadUnaligned(fromByteOffset: q &+ 2 &* sx, as: SIMD16<Float>.self), wv)
+                        a3.addProduct(p.loadUnaligned(fromByteOffset: q &+ 3 &* sx, as: SIMD16<Float>.self), wv)
+                        b0.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy, as: SIMD16<Float>.self), wv)
+                        b1.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy &+ sx, as: SIMD16<Float>.self), wv)
+                        b2.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy &+ 2 &* sx, as: SIMD16<Float>.self), wv)
+                        b3.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy &+ 3 &* sx, as: SIMD16<Float>.self), wv)
+                        q &+= 64
+                        t &+= 1
+                    }
+                }
+                let o = (oy &* wo &+ ox) &* 64, o2 = o &+ wo &* 64
+                out.storeBytes(of: a0, toByteOffset: o, as: SIMD16<Float>.self)
+                out.storeBytes(of: a1, toByteOffset: o &+ 64, as: SIMD16<Float>.self)
+                out.storeBytes(of: a2, toByteOffset: o &+ 128, as: SIMD16<Float>.self)
+                out.storeBytes(of: a3, toByteOffset: o &+ 192, as: SIMD16<Float>.self)
+                out.storeBytes(of: b0, toByteOffset: o2, as: SIMD16<Float>.self)
+                out.storeBytes(of: b1, toByteOffset: o2 &+ 64, as: SIMD16<Float>.self)
+                out.storeBytes(of: b2, toByteOffset: o2 &+ 128, as: SIMD16<Float>.self)
+                out.storeBytes(of: b3, toByteOffset: o2 &+ 192, as: SIMD16<Float>.self)
+                ox &+= 4
+            }
+            oy &+= 2
+        }
+        while oy < ho {
             let rowBase = oy &* sy
             var ox = 0
-            // Four pixels at a time, the last four of a row overlapping the ones before when the
-            // width is not a multiple of 4 (those pixels are computed twice, the same values): one
-            // pixel alone is a single chain of dependent FMAs, latency-bound at a quarter of the
-            // throughput, and took 3 of every 7 pixels of a 7-wide output.
             while ox < wo && wo >= 4 {
                 ox = min(ox, wo &- 4)
                 var a0 = SIMD16<Float>(), a1 = a0, a2 = a0, a3 = a0
@@ -237,6 +274,7 @@ public enum LaneDepthwise {
                 out.storeBytes(of: a0 + a1, toByteOffset: (oy &* wo &+ ox) &* 64, as: SIMD16<Float>.self)
                 ox &+= 1
             }
+            oy &+= 1
         }
         var pixel = g.outPixels
         while pixel % 16 != 0 {
@@ -247,23 +285,33 @@ public enum LaneDepthwise {
 
     /// The accumulators of channels c0 ..< c0 + count transposed back into their output planes,
     /// through the epilogue (row 0 = channel c0), 16 pixels at a time; a short last chunk lane by lane.
+    /// Each 16 × 16 block is transposed into a small stack tile first and the epilogue then runs in
+    /// a loop over its rows: applied inside the transpose's 16 unrolled row callbacks, the epilogue
+    /// (swish included) was inlined 16 times, and the function grew so large that every vector
+    /// store became an out-of-line call.
     @inline(__always)
     static func storePlanes(_ acc: UnsafeMutablePointer<Float>, c0: Int, count: Int, geometry g: ConvGeometry,
                             output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue) {
         let n = g.outPixels
-        var j0 = 0
-        while j0 < n {
-            let lanes = min(16, n &- j0)
-            transpose(UnsafeRawPointer(acc + j0 &* 16), stride: 64) { c, v in
-                guard c < count else { return }
-                let dst = output + ((c0 &+ c) &* n &+ j0)
-                if lanes == 16 {
-                    UnsafeMutableRawPointer(dst).storeBytes(of: epilogue.apply(v, row: c, col: j0), as: SIMD16<Float>.self)
-                } else {
-                    epilogue.store(v, row: c, col: j0, lanes: lanes, to: dst)
+        withUnsafeTemporaryAllocation(of: SIMD16<Float>.self, capacity: channelBlock) { buffer in
+            guard let tile = buffer.baseAddress.map(UnsafeMutableRawPointer.init) else { return }
+            var j0 = 0
+            while j0 < n {
+                let lanes = min(16, n &- j0)
+                transpose(UnsafeRawPointer(acc + j0 &* 16), stride: 64) { c, v in
+                    tile.storeBytes(of: v, toByteOffset: c &* 64, as: SIMD16<Float>.self)
                 }
+                for c in 0..<count {
+                    let v = tile.load(fromByteOffset: c &* 64, as: SIMD16<Float>.self)
+                    let dst = output + ((c0 &+ c) &* n &+ j0)
+                    if lanes == 16 {
+                        UnsafeMutableRawPointer(dst).storeBytes(of: epilogue.apply(v, row: c, col: j0), as: SIMD16<Float>.self)
+                    } else {
+                        epilogue.store(v, row: c, col: j0, lanes: lanes, to: dst)
+                    }
+                }
+                j0 &+= 16
             }
-            j0 &+= 16
         }
     }
 }
