@@ -156,19 +156,17 @@ public enum ShiftedDepthwise {
             }
             let out = output + (c0 &* n &+ j0)
             if lanesHere == 16 {
-                // Whole vectors, in line: an out-of-line store per channel (the short-block case
-                // below) took a third of a 3×3 layer's time in calls and argument shuffles.
-                @inline(__always) func store(_ acc: SIMD16<Float>, _ i: Int) {
-                    UnsafeMutableRawPointer(out + i &* n).storeBytes(of: epilogue.apply(acc, row: i, col: j0), as: SIMD16<Float>.self)
+                // Whole vectors, in line, in a loop over the channels: an out-of-line store per
+                // channel took a third of a 3×3 layer's time in calls and argument shuffles, and
+                // eight unrolled copies of the epilogue (swish included) made this function so
+                // large that the optimizer stopped inlining into it, the stores included.
+                var tile = (a0, a1, a2, a3, a4, a5, a6, a7)
+                withUnsafeBytes(of: &tile) { raw in
+                    for i in 0..<count {
+                        storeWhole(raw.load(fromByteOffset: i &* 64, as: SIMD16<Float>.self), i, out: out, n: n, col: j0,
+                                   epilogue: epilogue)
+                    }
                 }
-                store(a0, 0)
-                if count > 1 { store(a1, 1) }
-                if count > 2 { store(a2, 2) }
-                if count > 3 { store(a3, 3) }
-                if count > 4 { store(a4, 4) }
-                if count > 5 { store(a5, 5) }
-                if count > 6 { store(a6, 6) }
-                if count > 7 { store(a7, 7) }
             } else {
                 // Lane by lane at a short block: a whole vector would run into the next channel's plane.
                 storePartial((a0, a1, a2, a3, a4, a5, a6, a7), count: count, lanes: lanesHere, col: j0,
@@ -176,6 +174,15 @@ public enum ShiftedDepthwise {
             }
             j0 += 16
         }
+    }
+
+    /// One channel's whole vector of a block through the epilogue. `@_transparent`: with
+    /// `@inline(__always)` (and as a local function before) the optimizer still emitted one call
+    /// per channel, passing the vector in four xmm registers.
+    @_transparent
+    private static func storeWhole(_ acc: SIMD16<Float>, _ i: Int, out: UnsafeMutablePointer<Float>, n: Int, col: Int,
+                                   epilogue: GemmEpilogue) {
+        UnsafeMutableRawPointer(out + i &* n).storeBytes(of: epilogue.apply(acc, row: i, col: col), as: SIMD16<Float>.self)
     }
 
     /// The first `lanes` pixels of a short block, for the first `count` of 8 channels.
