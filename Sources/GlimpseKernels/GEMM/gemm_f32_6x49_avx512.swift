@@ -51,13 +51,17 @@ public func gemm_f32_6x49_avx512(
         k &-= 1
     }
     if k == 1 { step(GemmTail.sixRows(ap)) }
+    // The rows go through a stack tile to one loop with the finish inlined once: called per row,
+    // the finish stayed out of line (six calls per tile, the vectors passed in xmm registers).
+    var tile = (c00, c01, c02, c10, c11, c12, c20, c21, c22, c30, c31, c32, c40, c41, c42, c50, c51, c52)
     let finish = Gemm49Finish(c: c, ldc: ldc, accumulate: accumulate, epilogue: epilogue)
-    finish.row(c00, c01, c02, last[0], 0)
-    if rows > 1 { finish.row(c10, c11, c12, last[1], 1) }
-    if rows > 2 { finish.row(c20, c21, c22, last[2], 2) }
-    if rows > 3 { finish.row(c30, c31, c32, last[3], 3) }
-    if rows > 4 { finish.row(c40, c41, c42, last[4], 4) }
-    if rows > 5 { finish.row(c50, c51, c52, last[5], 5) }
+    withUnsafeBytes(of: &tile) { raw in
+        for r in 0..<rows {
+            finish.row(raw.load(fromByteOffset: r &* 192, as: SIMD16<Float>.self),
+                       raw.load(fromByteOffset: r &* 192 &+ 64, as: SIMD16<Float>.self),
+                       raw.load(fromByteOffset: r &* 192 &+ 128, as: SIMD16<Float>.self), last[r], r)
+        }
+    }
 }
 
 /// Stores one row of a 49-column tile: C's current contents added when accumulating, then the
@@ -68,7 +72,7 @@ struct Gemm49Finish {
     let accumulate: Bool
     let epilogue: GemmEpilogue?
 
-    @inline(__always)
+    @_transparent
     func row(_ v0: SIMD16<Float>, _ v1: SIMD16<Float>, _ v2: SIMD16<Float>, _ s: Float, _ r: Int) {
         let dst = c + r &* ldc
         let raw = UnsafeMutableRawPointer(dst)
