@@ -290,7 +290,7 @@ public enum RowDepthwise {
 
         /// Stride 1, four output rows at column x; `p` is the first window row's column x − padLeft.
         /// Each of the six window rows is loaded once and feeds every output row it belongs to.
-        @inline(never)
+        @inline(__always)
         func fourRows1<M: TapMask>(_ p: UnsafePointer<Float>, y0: Int, x: Int, _ m: M) {
             let width = g.inWidth
             let b = SIMD16<Float>(repeating: bias)
@@ -315,7 +315,7 @@ public enum RowDepthwise {
 
         /// Stride 2, two output rows at column x; `p` is the first window row's column 2x − padLeft.
         /// The middle one of the five window rows feeds both.
-        @inline(never)
+        @inline(__always)
         func twoRows2<M: TapMask>(_ p: UnsafePointer<Float>, y0: Int, x: Int, _ m: M) {
             let width = g.inWidth
             let b = SIMD16<Float>(repeating: bias)
