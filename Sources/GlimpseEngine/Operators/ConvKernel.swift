@@ -306,7 +306,7 @@ struct ConvKernel: Kernel {
     /// im2col matrix per image and group, then GEMM. Each task fills the matrix columns of its own
     /// column panels and multiplies them, so the columns stay in the cache of the core that wrote
     /// them, and one parallel region does both. Planes of a few panels split rows instead (see
-    /// `rowChunks`): the matrix is filled first, its rows spread over the threads.
+    /// `rowChunks`), as do 7×7 outputs: the matrix is filled first, its rows spread over the threads.
     private func runMaterialized(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
         let g = geometry
         let m = outPerGroup, n = g.outPixels, k = g.patchSize
@@ -314,14 +314,14 @@ struct ConvKernel: Kernel {
         let perGroupA = GemmPacking.packedACount(m: m, k: k)
         let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
         let columns = workspace + threads * scratchPerThread, ld = Im2colMatrix.rowStride(g)
-        if n == Gemm49Driver.columns {
-            runMaterializedFortyNine(pool, packed)
-            return
-        }
-        let rowChunks = Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
-        let splitRows = rowChunks >= threads
+        // A 7×7 output multiplies the whole matrix with 49-column tiles (`Gemm49Driver`), which read
+        // it in place and pack nothing, so its runs of row tiles can be as short as 4 tiles.
+        let fortyNine = n == Gemm49Driver.columns
+        let rowChunks = fortyNine ? max(1, min(rowTiles / 4, threads * Self.tasksPerThread))
+                                  : Self.rowChunks(rowTiles: rowTiles, panels: panels, threads: threads)
+        let splitRows = fortyNine || rowChunks >= threads
         let units = splitRows ? rowTiles : panels
-        let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
+        let chunks = fortyNine ? rowChunks : min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
         for b in 0..<batch {
             for grp in 0..<group {
                 let src = input + b * inImage + grp * g.inChannels * g.inPixels
@@ -343,40 +343,15 @@ struct ConvKernel: Kernel {
                                           columns: (part.lowerBound * GemmTile.nr)..<min(n, part.upperBound * GemmTile.nr),
                                           readable: readable, into: columns)
                     }
-                    GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
-                                   b: RowMajorB(base: columns, rowStride: ld), c: dst, ldc: n, epilogue: epilogue,
-                                   panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
-                                   scratch: workspace + thread * scratchPerThread)
-                }
-            }
-        }
-    }
-
-    /// `runMaterialized` for a 7×7 output (`Gemm49Driver`): the whole im2col matrix is filled first,
-    /// its rows spread over the threads, then runs of row tiles multiply it.
-    private func runMaterializedFortyNine(_ pool: ThreadPool, _ packed: UnsafePointer<Float>) {
-        let g = geometry
-        let m = outPerGroup, n = g.outPixels, k = g.patchSize
-        let tiles = (m + GemmTile.mr - 1) / GemmTile.mr
-        let perGroupA = GemmPacking.packedACount(m: m, k: k)
-        let inImage = g.inChannels * group * g.inPixels, outImage = m * group * n
-        let columns = workspace + threads * scratchPerThread, ld = Im2colMatrix.rowStride(g)
-        let fills = min(threads, k)
-        for b in 0..<batch {
-            for grp in 0..<group {
-                let src = input + b * inImage + grp * g.inChannels * g.inPixels
-                let dst = output + b * outImage + grp * m * n
-                let epilogue = epilogue(firstChannel: grp * m, residualAt: b * outImage + grp * m * n, residualStride: n)
-                // The whole input tensor is readable around this image's planes.
-                let readable = (input - src)..<(input + batch * inImage - src)
-                pool.parallelFor(fills) { t in
-                    Im2colMatrix.fill(input: src, geometry: g, rows: (k * t / fills)..<(k * (t + 1) / fills),
-                                      readable: readable, into: columns)
-                }
-                Self.contiguousRuns(pool, tasks: min(tiles / 4, threads * Self.tasksPerThread), items: 1,
-                                    unitsPerItem: tiles) { _, _, part in
-                    Gemm49Driver.run(m: m, k: k, packedA: packed + grp * perGroupA, b: columns, ldb: ld, c: dst, ldc: n,
-                                     epilogue: epilogue, rowTiles: part)
+                    if fortyNine {
+                        Gemm49Driver.run(m: m, k: k, packedA: packed + grp * perGroupA, b: columns, ldb: ld, c: dst, ldc: n,
+                                         epilogue: epilogue, rowTiles: part)
+                    } else {
+                        GemmDriver.run(m: m, n: n, k: k, packedA: packed + grp * perGroupA,
+                                       b: RowMajorB(base: columns, rowStride: ld), c: dst, ldc: n, epilogue: epilogue,
+                                       panels: splitRows ? 0..<panels : part, rowTiles: splitRows ? part : 0..<rowTiles,
+                                       scratch: workspace + thread * scratchPerThread)
+                    }
                 }
             }
         }
