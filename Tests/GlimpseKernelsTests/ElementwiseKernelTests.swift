@@ -14,9 +14,14 @@ final class ElementwiseKernelTests: XCTestCase {
             unary_f32(.sigmoid, x.pointer, y.pointer, count: n)
             assertClose(y.array, x.array.map { 1 / (1 + Foundation.exp(-$0)) }, tolerance: 1e-6, "sigmoid n=\(n)")
         }
-        for v: Float in [-80, -10, -1, -0.3, 0, 0.3, 1, 10, 80] {
+        for v: Float in [-80, -10, -1, -0.3, 0, 0.3, 1, 10, 80, 88.3] {
             let e = simdExp(SIMD16(repeating: v))[0]
             XCTAssertEqual(e, Foundation.exp(v), accuracy: Foundation.exp(v) * 1e-6, "exp(\(v))")
+        }
+        // Past the clamp the result saturates, finite and positive.
+        for v: Float in [88.7, 100, 1e30, -100, -1e30] {
+            let e = simdExp(SIMD16(repeating: v))[0]
+            XCTAssertTrue(e.isFinite && e > 0, "exp(\(v)) = \(e)")
         }
     }
 

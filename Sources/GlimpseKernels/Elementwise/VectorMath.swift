@@ -3,15 +3,16 @@
 
 /// e^x: range reduction x = n·ln2 + r with |r| ≤ ln2/2, a degree-5 minimax polynomial for e^r
 /// (relative error 1.4e-7; with ln2 rounded to a float, r is off by up to 2.4e-7 at the range's
-/// ends) and 2^n built in the exponent bits. Inputs are clamped to [-87.3, 88.7] (results saturate
-/// to ~1e-38 / ~3e38 instead of 0 / inf).
+/// ends) and 2^n built in the exponent bits. Inputs are clamped to [-87.3, 88.3] (results saturate
+/// to ~1e-38 / ~2e38 instead of 0 / inf; at 88.7, as before, n would round to 128, past the
+/// largest exponent, and the result was infinite).
 @_transparent
 public func simdExp(_ x: SIMD16<Float>) -> SIMD16<Float> {
-    let (p, scale) = simdExpParts(simdClamp(x, SIMD16(repeating: -87.3), SIMD16(repeating: 88.7)), sign: 1)
+    let (p, scale) = simdExpParts(simdClamp(x, SIMD16(repeating: -87.3), SIMD16(repeating: 88.3)), sign: 1)
     return p * scale
 }
 
-/// e^(sign·x) for sign·x within [-87.3, 88.7], as a polynomial value and a power of two whose
+/// e^(sign·x) for sign·x within [-87.3, 88.3], as a polynomial value and a power of two whose
 /// product it is (sigmoid adds 1 in the same FMA). `sign` is ±1: for -1 the reduction and the
 /// polynomial's odd coefficients absorb the negation, so e^-x costs no extra operation.
 @_transparent
