@@ -183,8 +183,8 @@ public enum LaneDepthwise {
     }
 
     /// `acc[pixel]` = Σ over taps of weight[tap] · padded[s·oy + kh][s·ox + kw], two output rows of
-    /// four pixels at a time (eight chains of FMAs, each weight loaded once for all eight); a last
-    /// odd row four pixels at a time; pixels past the plane up to a whole chunk are zeroed.
+    /// four pixels at a time (eight chains of FMAs, each weight loaded once for all eight); pixels
+    /// past the plane up to a whole chunk are zeroed.
     @inline(__always)
     static func accumulate(padded: UnsafeMutablePointer<Float>, columns wp: Int, weights: UnsafePointer<Float>,
                            geometry g: ConvGeometry, into acc: UnsafeMutablePointer<Float>) {
@@ -193,10 +193,13 @@ public enum LaneDepthwise {
         let sy = g.strideH &* wp &* 64, sx = g.strideW &* 64
         var oy = 0
         // Two rows at a time: four pixels of one row are four chains of dependent FMAs, which wait
-        // on the FMA latency (half the throughput); eight are enough. The last four pixels of a row
-        // overlap the ones before when the width is not a multiple of 4 (computed twice, the same
-        // values).
-        while oy &+ 1 < ho && wo >= 4 {
+        // on the FMA latency (half the throughput); eight are enough. A last odd row is its own
+        // second row (the same values computed twice and stored twice, in the time four chains
+        // would take alone). The last four pixels of a row overlap the ones before when the width
+        // is not a multiple of 4 (computed twice, the same values).
+        while oy < ho && wo >= 4 {
+            let pair = oy &+ 1 < ho
+            let dy = pair ? sy : 0
             var ox = 0
             while ox < wo {
                 ox = min(ox, wo &- 4)
@@ -210,15 +213,15 @@ public enum LaneDepthwise {
                         a1.addProduct(p.loadUnaligned(fromByteOffset: q &+ sx, as: SIMD16<Float>.self), wv)
                         a2.addProduct(p.loadUnaligned(fromByteOffset: q &+ 2 &* sx, as: SIMD16<Float>.self), wv)
                         a3.addProduct(p.loadUnaligned(fromByteOffset: q &+ 3 &* sx, as: SIMD16<Float>.self), wv)
-                        b0.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy, as: SIMD16<Float>.self), wv)
-                        b1.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy &+ sx, as: SIMD16<Float>.self), wv)
-                        b2.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy &+ 2 &* sx, as: SIMD16<Float>.self), wv)
-                        b3.addProduct(p.loadUnaligned(fromByteOffset: q &+ sy &+ 3 &* sx, as: SIMD16<Float>.self), wv)
+                        b0.addProduct(p.loadUnaligned(fromByteOffset: q &+ dy, as: SIMD16<Float>.self), wv)
+                        b1.addProduct(p.loadUnaligned(fromByteOffset: q &+ dy &+ sx, as: SIMD16<Float>.self), wv)
+                        b2.addProduct(p.loadUnaligned(fromByteOffset: q &+ dy &+ 2 &* sx, as: SIMD16<Float>.self), wv)
+                        b3.addProduct(p.loadUnaligned(fromByteOffset: q &+ dy &+ 3 &* sx, as: SIMD16<Float>.self), wv)
                         q &+= 64
                         t &+= 1
                     }
                 }
-                let o = (oy &* wo &+ ox) &* 64, o2 = o &+ wo &* 64
+                let o = (oy &* wo &+ ox) &* 64, o2 = pair ? o &+ wo &* 64 : o
                 out.storeBytes(of: a0, toByteOffset: o, as: SIMD16<Float>.self)
                 out.storeBytes(of: a1, toByteOffset: o &+ 64, as: SIMD16<Float>.self)
                 out.storeBytes(of: a2, toByteOffset: o &+ 128, as: SIMD16<Float>.self)
@@ -234,29 +237,6 @@ public enum LaneDepthwise {
         while oy < ho {
             let rowBase = oy &* sy
             var ox = 0
-            while ox < wo && wo >= 4 {
-                ox = min(ox, wo &- 4)
-                var a0 = SIMD16<Float>(), a1 = a0, a2 = a0, a3 = a0
-                var t = 0
-                for i in 0..<kh {
-                    var q = rowBase &+ i &* wp &* 64 &+ ox &* sx
-                    for _ in 0..<kw {
-                        let wv = wts.loadUnaligned(fromByteOffset: t &* 64, as: SIMD16<Float>.self)
-                        a0.addProduct(p.loadUnaligned(fromByteOffset: q, as: SIMD16<Float>.self), wv)
-                        a1.addProduct(p.loadUnaligned(fromByteOffset: q &+ sx, as: SIMD16<Float>.self), wv)
-                        a2.addProduct(p.loadUnaligned(fromByteOffset: q &+ 2 &* sx, as: SIMD16<Float>.self), wv)
-                        a3.addProduct(p.loadUnaligned(fromByteOffset: q &+ 3 &* sx, as: SIMD16<Float>.self), wv)
-                        q &+= 64
-                        t &+= 1
-                    }
-                }
-                let o = (oy &* wo &+ ox) &* 64
-                out.storeBytes(of: a0, toByteOffset: o, as: SIMD16<Float>.self)
-                out.storeBytes(of: a1, toByteOffset: o &+ 64, as: SIMD16<Float>.self)
-                out.storeBytes(of: a2, toByteOffset: o &+ 128, as: SIMD16<Float>.self)
-                out.storeBytes(of: a3, toByteOffset: o &+ 192, as: SIMD16<Float>.self)
-                ox &+= 4
-            }
             // Outputs under 4 wide: one pixel at a time, even and odd kernel rows in two chains.
             while ox < wo {
                 var a0 = SIMD16<Float>(), a1 = a0
