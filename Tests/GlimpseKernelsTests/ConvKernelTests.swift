@@ -404,12 +404,14 @@ final class ConvKernelTests: XCTestCase {
     /// `RowPool`'s stride-2 max path, which reads windows straight from the input: widths below,
     /// at and above one and two vectors, 1–3 taps each way, vertical stride and dilation, planes
     /// back to back, read with the whole tensor readable and with only the plane (its last rows
-    /// then go lane by lane).
+    /// then go lane by lane). Every other case is a 3×3 window without dilation (its own path).
     func testStride2MaxPoolMatchesReference() {
         var rng = TestRandom(seed: 41)
-        for i in 0..<40 {
-            let kh = rng.int(1...3), kw = rng.int(1...3), sh = rng.int(1...2), dh = rng.int(1...2)
-            let h = rng.int(((kh - 1) * dh + 1)...30), w = [kw, 15, 16, 17, 31, 33, 34, 35, 55, 111][i % 10] + rng.int(0...2)
+        for i in 0..<60 {
+            let square = i % 2 == 0
+            let kh = square ? 3 : rng.int(1...3), kw = square ? 3 : rng.int(1...3), sh = rng.int(1...2)
+            let dh = square ? 1 : rng.int(1...2)
+            let h = rng.int(((kh - 1) * dh + 1)...30), w = [kw, 15, 16, 17, 31, 33, 34, 35, 55, 111][(i / 2) % 10] + rng.int(0...2)
             let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
                                  strideH: sh, strideW: 2, dilationH: dh, dilationW: 1, padTop: 0, padLeft: 0,
                                  outHeight: (h - (kh - 1) * dh - 1) / sh + 1, outWidth: (w - kw) / 2 + 1)
