@@ -68,7 +68,7 @@ struct ConvKernel: Kernel {
 
     /// The fused epilogue of output channels from `firstChannel` on (bias, requantization scale,
     /// activation), with the residual (if any) read from `residualAt` with rows `residualStride` apart.
-    private func epilogue(firstChannel: Int, residualAt: Int, residualStride: Int) -> GemmEpilogue {
+    func epilogue(firstChannel: Int, residualAt: Int, residualStride: Int) -> GemmEpilogue {
         GemmEpilogue(
             rowBias: bias + firstChannel, rowScale: scale.map { $0 + firstChannel }, roundToInteger: scale != nil,
             residual: residual.map { $0 + residualAt }, residualStride: residualStride,

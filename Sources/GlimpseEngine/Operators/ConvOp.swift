@@ -12,6 +12,9 @@ public final class ConvOp: Operator {
     public var activation = Activation()
     /// Requantization (set for QLinearConv lowered to float): output = round((acc + b)·scale[c]).
     public var outputScale: [Float]?
+    /// A max pool applied to the output after the activation (`FuseMaxPool`): the node's output is
+    /// then the pooled one.
+    public var pool: WindowAttributes?
     var packed: TensorStorage?
     /// Weights in 8-channel blocks: for `DirectConv` (ungrouped convolutions with a short
     /// reduction), or tap-major for `ShiftedDepthwise` (depthwise convolutions).
@@ -91,6 +94,12 @@ public final class ConvOp: Operator {
         }
         let g = try window.geometry(channels: inPerGroup, h: x.shape[2], w: x.shape[3], kernel: kernel)
         let out = [x.shape[0], outChannels, g.outHeight, g.outWidth]
+        if let p = try poolGeometry(g) {
+            guard inputs.count <= 3 || inputs.dropFirst(3).allSatisfy({ $0 == .absent }) else {
+                throw EngineError("a pooled convolution takes no residual or input scale")
+            }
+            return [ValueType([x.shape[0], outChannels, p.outHeight, p.outWidth])]
+        }
         if inputs.count > 3, inputs[3] != .absent, inputs[3].shape != out {
             throw EngineError("residual shape \(inputs[3].shape) differs from output \(out)")
         }
@@ -101,10 +110,36 @@ public final class ConvOp: Operator {
     }
 
     public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int {
-        2 * (outputs.first?.count ?? 0) * inPerGroup * kernel.reduce(1, *)
+        let x = inputs[0].shape
+        guard pool != nil, x.count == 4,
+              let g = try? window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel) else {
+            return 2 * (outputs.first?.count ?? 0) * inPerGroup * kernel.reduce(1, *)
+        }
+        return 2 * x[0] * outChannels * g.outPixels * inPerGroup * kernel.reduce(1, *)
+    }
+
+    /// The residual (input 3): every path adds it in the store of the element it belongs to, after
+    /// the last K block, so the output can overwrite it where the reduction is a single block. With
+    /// several blocks the first ones store partial sums over it before it is read.
+    public func inPlaceInput(_ inputs: [ValueType]) -> Int? {
+        guard pool == nil, group == 1, inputs.count > 3, inputs[3] != .absent,
+              inPerGroup * kernel.reduce(1, *) <= GemmDriver.kBlock else { return nil }
+        return 3
+    }
+
+    /// The fused pool's window over one output plane of the convolution (`g`), or nil without one.
+    func poolGeometry(_ g: ConvGeometry) throws -> ConvGeometry? {
+        guard let pool else { return nil }
+        guard let ks = pool.kernelShape else { throw EngineError("the fused MaxPool has no kernel_shape") }
+        return try pool.geometry(channels: outChannels, h: g.outHeight, w: g.outWidth, kernel: ks)
     }
 
     public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
+        workspaceFloats(inputs, threads: threads, pooled: true)
+    }
+
+    /// The convolution's workspace, and with `pooled` its fused pool's after it (`PooledConv`).
+    private func workspaceFloats(_ inputs: [ValueType], threads: Int, pooled: Bool) -> Int {
         let x = inputs[0].shape
         guard let g = try? window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel) else { return 0 }
         let per = isDepthwise ? DepthwiseConv.scratchCount(g) : GemmDriver.scratchCount(k: g.patchSize)
@@ -114,16 +149,33 @@ public final class ConvOp: Operator {
         let residual = inputs.count > 3 && inputs[3] != .absent
         let staging = ConvKernel.stagingFloats(g, depthwise: isDepthwise, group: group, outPerGroup: outChannels / group,
                                                residual: residual)
-        return threads * (per + 16) + staging + copy + 16
+        let own = threads * (per + 16) + staging + copy + 16
+        guard pooled, let p = try? poolGeometry(g) else { return own }
+        return (own + 15) / 16 * 16 + PooledConv(conv: g, pool: p, channels: outChannels, batch: x[0], threads: threads,
+                                depthwise: isDepthwise, group: group).workspaceFloats
     }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
         guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let geometry = try window.geometry(channels: inPerGroup, h: x.shape[2], w: x.shape[3], kernel: kernel)
+        guard let p = try poolGeometry(geometry) else { return try convKernel(ctx, geometry: geometry, output: ctx.outputs[0].f32) }
+        // The convolution's own workspace comes first; the pool's bands (or the whole unpooled
+        // output) follow it.
+        let inputs = ctx.inputs.map { $0.map { ValueType($0.shape.dims, $0.dtype) } ?? .absent }
+        let own = (workspaceFloats(inputs, threads: ctx.threads, pooled: false) + 15) / 16 * 16
+        let plan = PooledConv(conv: geometry, pool: p, channels: outChannels, batch: x.shape[0], threads: ctx.threads,
+                              depthwise: isDepthwise, group: group)
+        let staging = ctx.workspace + own
+        let conv = try convKernel(ctx, geometry: geometry, output: plan.banded ? ctx.outputs[0].f32 : staging)
+        return PooledConvKernel(conv: conv, plan: plan, output: ctx.outputs[0].f32, staging: staging)
+    }
+
+    private func convKernel(_ ctx: KernelContext, geometry: ConvGeometry, output: UnsafeMutablePointer<Float>) throws -> ConvKernel {
+        guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let residual = ctx.input(3)
         let per = (isDepthwise ? DepthwiseConv.scratchCount(geometry) : GemmDriver.scratchCount(k: geometry.patchSize)) + 16
         return ConvKernel(
-            input: x.f32, output: ctx.outputs[0].f32, residual: residual.map { UnsafePointer($0.f32) },
+            input: x.f32, output: output, residual: residual.map { UnsafePointer($0.f32) },
             inputScale: ctx.input(4).map { UnsafePointer($0.f32) },
             batch: x.shape[0], geometry: geometry, group: group, outPerGroup: outChannels / group,
             packed: packed.map { UnsafePointer($0.bytes.assumingMemoryBound(to: Float.self)) },

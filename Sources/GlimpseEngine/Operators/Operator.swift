@@ -50,6 +50,10 @@ public protocol Operator: AnyObject {
     func prepare(constants: [Tensor?]) throws
     /// Floating-point operations (multiply-add = 2) for these shapes, for benchmarks.
     func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int
+    /// An input whose buffer output 0 may take over when the node is that input's last reader: the
+    /// kernel reads each of its elements only where, and before, it writes the same element of the
+    /// output. Nil (the default) when there is none.
+    func inPlaceInput(_ inputs: [ValueType]) -> Int?
 }
 
 extension Operator {
@@ -58,6 +62,7 @@ extension Operator {
     public var isView: Bool { false }
     public func prepare(constants: [Tensor?]) throws {}
     public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int { 0 }
+    public func inPlaceInput(_ inputs: [ValueType]) -> Int? { nil }
 }
 
 /// A kernel built from a closure, for simple operators.

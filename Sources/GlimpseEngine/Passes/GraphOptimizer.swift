@@ -14,6 +14,7 @@ public enum GraphOptimizer {
         try FuseActivation.run(graph)
         FuseSwishIntoConv.run(graph)
         FuseChannelScale.run(graph)
+        FuseMaxPool.run(graph)
         DeadNodeElimination.run(graph)
         for node in graph.nodes {
             do {

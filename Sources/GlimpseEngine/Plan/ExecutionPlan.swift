@@ -114,8 +114,18 @@ final class ExecutionPlan {
             let n = graph.nodes[i]
             // A value's buffer is its root's: its own, a view's source, or (for an elided concat's
             // input) the concat's output, assigned when its first input is produced.
-            for o in n.outputs where known[o] == nil && slotOf[root[o]] < 0 { assign(root[o]) }
             var released = Set<Int>()
+            // An output that takes over the buffer of an input read here for the last time
+            // (`Operator.inPlaceInput`; a ResNet block's shortcut, overwritten by its sum).
+            if n.outputs.count == 1, let o = n.outputs.first, root[o] == o, known[o] == nil, slotOf[o] < 0,
+               let j = n.op.inPlaceInput(n.inputs.map { $0 == Graph.noValue ? .absent : (types[$0] ?? .absent) }),
+               j < n.inputs.count, case let v = n.inputs[j], v != Graph.noValue, known[v] == nil, root[v] == v,
+               slotOf[v] >= 0, lastUse[v] == pos, bytes(v) == bytes(o), byteOffset[v] == 0,
+               n.inputs.filter({ $0 == v }).count == 1 {
+                slotOf[o] = slotOf[v]
+                released.insert(v)
+            }
+            for o in n.outputs where known[o] == nil && slotOf[root[o]] < 0 { assign(root[o]) }
             for v in n.inputs where v != Graph.noValue && known[v] == nil {
                 let r = root[v]
                 if lastUse[r] == pos, slotOf[r] >= 0, !released.contains(r) {

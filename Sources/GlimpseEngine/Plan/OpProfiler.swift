@@ -61,6 +61,7 @@ final class OpProfiler: @unchecked Sendable {
             s += " k\(c.kernel.map(String.init).joined(separator: "x")) s\(c.window.strides.first ?? 1) g\(c.group)"
             if ctx.inputs.count > 3, ctx.inputs[3] != nil { s += " +res" }
             if ctx.inputs.count > 4, ctx.inputs[4] != nil { s += " +scale" }
+            if c.pool != nil { s += " +pool" }
         }
         if let x = ins.first { s += " in\(x)" }
         if let y = outs.first { s += " out\(y)" }
