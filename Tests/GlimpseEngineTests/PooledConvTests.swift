@@ -70,13 +70,8 @@ final class PooledConvTests: XCTestCase {
                 }
             }
         } } }
-        XCTAssertEqual(got.count, expected.count)
-        var worst: Float = 0, scale: Float = 1
-        for (a, e) in zip(got, expected) {
-            worst = max(worst, abs(a - e))
-            scale = max(scale, abs(e))
-        }
-        XCTAssertLessThan(worst / scale, 1e-5, "\(c), batch \(batch), \(threads) threads")
+        guard got.count == expected.count else { return XCTFail("\(c): \(got.count) outputs, expected \(expected.count)") }
+        XCTAssertLessThan(relativeError(got, expected), 1e-5, "\(c), batch \(batch), \(threads) threads")
     }
 
     func testFusedMaxPoolMatchesReference() throws {

@@ -59,13 +59,8 @@ final class StridedConvTests: XCTestCase {
             } } }
         }
         for i in 0..<expected.count { expected[i] = max(0, expected[i] + (c.residual ? residual[i] : 0)) }
-        XCTAssertEqual(got.count, expected.count)
-        var worst: Float = 0, scale: Float = 1
-        for (a, e) in zip(got, expected) {
-            worst = max(worst, abs(a - e))
-            scale = max(scale, abs(e))
-        }
-        XCTAssertLessThan(worst / scale, 1e-5, "\(c), batch \(batch), \(threads) threads")
+        guard got.count == expected.count else { return XCTFail("\(c): \(got.count) outputs, expected \(expected.count)") }
+        XCTAssertLessThan(relativeError(got, expected), 1e-5, "\(c), batch \(batch), \(threads) threads")
     }
 
     func testStridedConvolutionsMatchReference() throws {
