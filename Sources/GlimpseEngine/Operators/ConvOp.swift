@@ -118,11 +118,12 @@ public final class ConvOp: Operator {
         return 2 * x[0] * outChannels * g.outPixels * inPerGroup * kernel.reduce(1, *)
     }
 
-    /// The residual (input 3): every path adds it in the store of the element it belongs to, after
-    /// the last K block, so the output can overwrite it where the reduction is a single block. With
-    /// several blocks the first ones store partial sums over it before it is read.
+    /// The residual (input 3): the GEMM and `DirectConv` paths add it in the store of the element it
+    /// belongs to, after the last K block, so the output can overwrite it where the reduction is a
+    /// single block. With several blocks the first ones store partial sums over it before it is
+    /// read. Depthwise kernels (a 1 → 1 convolution here) are left out.
     public func inPlaceInput(_ inputs: [ValueType]) -> Int? {
-        guard pool == nil, group == 1, inputs.count > 3, inputs[3] != .absent,
+        guard pool == nil, group == 1, !isDepthwise, inputs.count > 3, inputs[3] != .absent,
               inPerGroup * kernel.reduce(1, *) <= GemmDriver.kBlock else { return nil }
         return 3
     }
