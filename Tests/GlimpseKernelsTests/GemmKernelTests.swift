@@ -4,6 +4,18 @@ import XCTest
 /// gemm_f32_6x32_avx512 through GemmDriver against the scalar reference, sweeping shapes with
 /// row/column/K tails and every epilogue feature.
 final class GemmKernelTests: XCTestCase {
+    /// `unpackA` inverts `packA`, across row tails and K blocks.
+    func testUnpackAInvertsPackA() {
+        var rng = TestRandom(seed: 77)
+        for (m, k) in [(1, 1), (6, 9), (13, 256), (50, 300), (64, 576)] {
+            let a = AlignedBuffer(rng.floats(m * k))
+            let packed = AlignedBuffer(GemmPacking.packedACount(m: m, k: k)), back = AlignedBuffer(m * k)
+            GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packed.pointer)
+            GemmPacking.unpackA(packed.pointer, m: m, k: k, into: back.pointer)
+            XCTAssertEqual(back.array, a.array, "m=\(m) k=\(k)")
+        }
+    }
+
     func run(m: Int, n: Int, k: Int, epilogue makeEpilogue: (AlignedBuffer, AlignedBuffer, AlignedBuffer) -> GemmEpilogue,
              seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
         var rng = TestRandom(seed: seed)

@@ -1,3 +1,4 @@
+import Synchronization
 import GlimpseKernels
 import GlimpseTensor
 
@@ -22,6 +23,13 @@ public final class ConvOp: Operator {
     var plainWeights: Tensor?
     /// Depthwise weights in 16-channel blocks, tap-major, for `LaneDepthwise`.
     var laneWeights: TensorStorage?
+    /// Whether the weights and attributes allow Winograd (`Winograd`): 3×3 at stride 1 with one
+    /// pixel of padding and at least `Winograd.minChannels` input channels. Whether it runs also
+    /// depends on the plane (`runsWinograd`).
+    var winogradEligible = false
+    /// The weights' Winograd transforms, packed by the first plan that runs them (1.8 times the
+    /// weights; not kept for layers whose planes never qualify, such as ResNet-50's odd 7×7 ones).
+    private let winogradPacked = Mutex<TensorStorage?>(nil)
     var bias: [Float] = []
     var biasStorage = Tensor(shape: [1])
     var scaleStorage: Tensor?
@@ -79,6 +87,10 @@ public final class ConvOp: Operator {
             GemmPacking.packA(w.f32 + g * m * k, m: m, k: k, rowStride: k, colStride: 1, into: dst + g * perGroup)
         }
         packed = storage
+        if group == 1 && kernel == [3, 3] && inPerGroup >= Winograd.minChannels && outputScale == nil
+            && window.strides == [1, 1] && window.dilations == [1, 1] && window.pads == [1, 1, 1, 1] && window.autoPad == .notSet {
+            winogradEligible = true
+        }
         if group == 1 && k <= DirectConv.maxPatch {
             let d = TensorStorage(byteCount: DirectConv.packedCount(m: m, k: k) * 4)
             DirectConv.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
@@ -118,6 +130,30 @@ public final class ConvOp: Operator {
         return 2 * x[0] * outChannels * g.outPixels * inPerGroup * kernel.reduce(1, *)
     }
 
+    /// Whether this convolution runs by Winograd for these inputs: its transformed weights exist, the
+    /// plane fits (`Winograd.applies`), and there is nothing for the plain epilogue to add (no
+    /// residual, input scale, fused pool or swish).
+    func runsWinograd(_ g: ConvGeometry, _ inputs: [ValueType]) -> Bool {
+        winogradEligible && packed != nil && pool == nil && !activation.swish && Winograd.applies(g)
+            && inputs.dropFirst(3).allSatisfy({ $0 == .absent })
+    }
+
+    /// The Winograd transforms of the weights, packed on first use from the GEMM's packed weights.
+    private func winogradWeights() -> TensorStorage? {
+        guard let packed else { return nil }
+        return winogradPacked.withLock { cached in
+            if let cached { return cached }
+            let m = outChannels, k = inPerGroup * 9
+            let plain = UnsafeMutablePointer<Float>.allocate(capacity: m * k)
+            defer { plain.deallocate() }
+            GemmPacking.unpackA(UnsafePointer(packed.bytes.assumingMemoryBound(to: Float.self)), m: m, k: k, into: plain)
+            let u = TensorStorage(byteCount: Winograd.packedWeightCount(cout: m, cin: inPerGroup) * 4)
+            Winograd.packWeights(plain, cout: m, cin: inPerGroup, into: u.bytes.assumingMemoryBound(to: Float.self))
+            cached = u
+            return u
+        }
+    }
+
     /// The residual (input 3): the GEMM and `DirectConv` paths add it in the store of the element it
     /// belongs to, after the last K block, so the output can overwrite it where the reduction is a
     /// single block. With several blocks the first ones store partial sums over it before it is
@@ -151,6 +187,9 @@ public final class ConvOp: Operator {
         let staging = ConvKernel.stagingFloats(g, depthwise: isDepthwise, group: group, outPerGroup: outChannels / group,
                                                residual: residual)
         let own = threads * (per + 16) + staging + copy + 16
+        if runsWinograd(g, inputs) {
+            return max(own, WinogradConvKernel.workspaceFloats(g, outChannels: outChannels, threads: threads))
+        }
         guard pooled, let p = try? poolGeometry(g) else { return own }
         return (own + 15) / 16 * 16 + PooledConv(conv: g, pool: p, channels: outChannels, batch: x[0], threads: threads,
                                 depthwise: isDepthwise, group: group).workspaceFloats
@@ -159,6 +198,13 @@ public final class ConvOp: Operator {
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
         guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let geometry = try window.geometry(channels: inPerGroup, h: x.shape[2], w: x.shape[3], kernel: kernel)
+        if runsWinograd(geometry, ctx.inputs.map { $0.map { ValueType($0.shape.dims, $0.dtype) } ?? .absent }),
+           let u = winogradWeights() {
+            return WinogradConvKernel(
+                input: x.f32, output: ctx.outputs[0].f32, batch: x.shape[0], geometry: geometry, outChannels: outChannels,
+                weights: UnsafePointer(u.bytes.assumingMemoryBound(to: Float.self)), bias: UnsafePointer(biasStorage.f32),
+                activation: activation, workspace: ctx.workspace, threads: ctx.threads, retain: [u, biasStorage.storage])
+        }
         guard let p = try poolGeometry(geometry) else { return try convKernel(ctx, geometry: geometry, output: ctx.outputs[0].f32) }
         // The convolution's own workspace comes first; the pool's bands (or the whole unpooled
         // output) follow it.

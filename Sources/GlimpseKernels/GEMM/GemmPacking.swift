@@ -47,6 +47,20 @@ public enum GemmPacking {
         }
     }
 
+    /// The inverse of `packA` for a row-major destination: element (m, k) to `dst[m·k + k]`.
+    public static func unpackA(_ packed: UnsafePointer<Float>, m: Int, k: Int, into dst: UnsafeMutablePointer<Float>) {
+        let mr = GemmTile.mr
+        var k0 = 0
+        while k0 < k {
+            let kc = min(GemmDriver.kBlock, k - k0)
+            for row in 0..<m {
+                let tile = packed + aOffset(tile: row / mr, k0: k0, kc: kc, m: m) + row % mr
+                for kk in 0..<kc { dst[row * k + k0 + kk] = tile[kk * mr] }
+            }
+            k0 += kc
+        }
+    }
+
     /// Packs B where element (k, n) is at `src[k·rowStride + n·colStride]`.
     public static func packB(_ src: UnsafePointer<Float>, k: Int, n: Int, rowStride: Int, colStride: Int,
                              into dst: UnsafeMutablePointer<Float>) {
