@@ -45,7 +45,7 @@ final class PooledConvTests: XCTestCase {
         XCTAssertEqual(graph.nodes.count, 1, "\(c): not fused")
         XCTAssertNotNil(conv.pool)
 
-        let image = c.cin * g.inPixels, convImage = c.cout * g.outPixels, outImage = c.cout * p.outPixels
+        let image = c.cin * g.inPixels
         let input = values(batch * image, 3)
         let plan = try ExecutionPlan(graph: graph, batch: batch, threads: threads)
         XCTAssertEqual(plan.outputTensors[0].shape.dims, [batch, c.cout, p.outHeight, p.outWidth])
@@ -53,23 +53,15 @@ final class PooledConvTests: XCTestCase {
         plan.execute(ThreadPool(threads: threads))
         let got = plan.outputTensors[0].floats()
 
-        var convolved = [Float](repeating: 0, count: batch * convImage)
-        var expected = [Float](repeating: 0, count: batch * outImage)
-        input.withUnsafeBufferPointer { xp in weights.withUnsafeBufferPointer { wp in bias.withUnsafeBufferPointer { bp in
-            convolved.withUnsafeMutableBufferPointer { out in
-                for item in 0..<batch {
-                    conv2d_f32_reference(input: xp.baseAddress! + item * image, weights: wp.baseAddress!, bias: bp.baseAddress!,
-                                         output: out.baseAddress! + item * convImage, geometry: g, groups: 1,
-                                         outChannelsPerGroup: c.cout, lowerBound: 0)
-                }
-                expected.withUnsafeMutableBufferPointer { pooled in
-                    for plane in 0..<(batch * c.cout) {
-                        pool2d_f32_reference(input: out.baseAddress! + plane * g.outPixels,
-                                             output: pooled.baseAddress! + plane * p.outPixels, geometry: p, kind: .max)
-                    }
-                }
+        let convolved = referenceConvolution(input, weights: weights, bias: bias, geometry: g, outChannels: c.cout,
+                                             batch: batch, lower: 0)
+        var expected = [Float](repeating: 0, count: batch * c.cout * p.outPixels)
+        convolved.withUnsafeBufferPointer { conv in expected.withUnsafeMutableBufferPointer { pooled in
+            guard let conv = conv.baseAddress, let pooled = pooled.baseAddress else { return }
+            for plane in 0..<(batch * c.cout) {
+                pool2d_f32_reference(input: conv + plane * g.outPixels, output: pooled + plane * p.outPixels, geometry: p, kind: .max)
             }
-        } } }
+        } }
         guard got.count == expected.count else { return XCTFail("\(c): \(got.count) outputs, expected \(expected.count)") }
         XCTAssertLessThan(relativeError(got, expected), 1e-5, "\(c), batch \(batch), \(threads) threads")
     }

@@ -48,16 +48,7 @@ final class StridedConvTests: XCTestCase {
         plan.execute(ThreadPool(threads: threads))
         let got = plan.outputTensors[0].floats()
 
-        var expected = [Float](repeating: 0, count: batch * outImage)
-        for item in 0..<batch {
-            input.withUnsafeBufferPointer { xp in weights.withUnsafeBufferPointer { wp in bias.withUnsafeBufferPointer { bp in
-                expected.withUnsafeMutableBufferPointer { out in
-                    conv2d_f32_reference(input: xp.baseAddress! + item * image, weights: wp.baseAddress!, bias: bp.baseAddress!,
-                                         output: out.baseAddress! + item * outImage, geometry: g, groups: 1,
-                                         outChannelsPerGroup: c.cout)
-                }
-            } } }
-        }
+        var expected = referenceConvolution(input, weights: weights, bias: bias, geometry: g, outChannels: c.cout, batch: batch)
         for i in 0..<expected.count { expected[i] = max(0, expected[i] + (c.residual ? residual[i] : 0)) }
         guard got.count == expected.count else { return XCTFail("\(c): \(got.count) outputs, expected \(expected.count)") }
         XCTAssertLessThan(relativeError(got, expected), 1e-5, "\(c), batch \(batch), \(threads) threads")

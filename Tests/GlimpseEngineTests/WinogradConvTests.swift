@@ -34,24 +34,14 @@ final class WinogradConvTests: XCTestCase {
         try op.prepare(constants: graph.nodes[0].inputs.map { graph.constant($0) })
         XCTAssertTrue(op.runsWinograd(g, [ValueType([batch, c.cin, c.h, c.w]), .absent, .absent]), "\(c)")
 
-        let image = c.cin * g.inPixels, outImage = c.cout * g.outPixels
-        let input = values(batch * image, 3)
+        let input = values(batch * c.cin * g.inPixels, 3)
         let plan = try ExecutionPlan(graph: graph, batch: batch, threads: threads)
         plan.inputTensors[0].f32.update(from: input, count: input.count)
         plan.execute(ThreadPool(threads: threads))
         let got = plan.outputTensors[0].floats()
 
-        var expected = [Float](repeating: 0, count: batch * outImage)
-        input.withUnsafeBufferPointer { xp in weights.withUnsafeBufferPointer { wp in bias.withUnsafeBufferPointer { bp in
-            expected.withUnsafeMutableBufferPointer { out in
-                for item in 0..<batch {
-                    conv2d_f32_reference(input: xp.baseAddress! + item * image, weights: wp.baseAddress!, bias: bp.baseAddress!,
-                                         output: out.baseAddress! + item * outImage, geometry: g, groups: 1,
-                                         outChannelsPerGroup: c.cout, lowerBound: c.activation.lower,
-                                         upperBound: c.activation.upper)
-                }
-            }
-        } } }
+        let expected = referenceConvolution(input, weights: weights, bias: bias, geometry: g, outChannels: c.cout, batch: batch,
+                                            lower: c.activation.lower, upper: c.activation.upper)
         guard got.count == expected.count else { return XCTFail("\(c): \(got.count) outputs, expected \(expected.count)") }
         XCTAssertLessThan(relativeError(got, expected), 2e-5, "\(c), batch \(batch), \(threads) threads")
     }
