@@ -374,18 +374,13 @@ struct ConvKernel: Kernel {
         let units = splitRows ? rowTiles : panels
         let chunks = min(splitRows ? rowChunks : panels, threads * Self.tasksPerThread)
         let inImage = g.inChannels * g.inPixels, outImage = m * g.outPixels
-        // The phases are split by rows, like the GEMM's columns (see `PhaseB.fill`).
-        let fills = min(threads, planes.rows)
         phaseTaps.withUnsafeBufferPointer { taps in
             guard let offsets = taps.baseAddress else { return }
             let b = PhaseB(phases: phases, channelStride: channelStride, tapOffsets: offsets, taps: taps.count,
                            planes: planes, flat: !dense)
             for image in 0..<batch {
                 let src = input + image * inImage, dst = output + image * outImage
-                pool.parallelFor(fills) { t in
-                    PhaseB.fill(planes, input: src, rows: (planes.rows * t / fills)..<(planes.rows * (t + 1) / fills),
-                                phases: phases)
-                }
+                fillPhases(pool, planes, input: src, phases: phases)
                 let epilogue = epilogue(firstChannel: 0, residualAt: image * outImage, residualStride: n)
                 pool.parallelTasks(chunks) { chunk, thread in
                     let part = (units * chunk / chunks)..<(units * (chunk + 1) / chunks)
@@ -399,6 +394,15 @@ struct ConvKernel: Kernel {
                     }
                 }
             }
+        }
+    }
+
+    /// One image's phase planes, split by rows among the threads, like the GEMM's columns (see
+    /// `PhaseB.fill`).
+    func fillPhases(_ pool: ThreadPool, _ planes: PhasePlanes, input: UnsafePointer<Float>, phases: UnsafeMutablePointer<Float>) {
+        let fills = min(threads, planes.rows)
+        pool.parallelFor(fills) { t in
+            PhaseB.fill(planes, input: input, rows: (planes.rows * t / fills)..<(planes.rows * (t + 1) / fills), phases: phases)
         }
     }
 

@@ -53,16 +53,24 @@ public final class PoolOp: Operator {
                 }
             }
         }
-        let tasks = min(planes, ctx.threads * 4)
+        let threads = ctx.threads
         return ClosureKernel { pool in
-            // Several runs of planes per thread, handed out one at a time (see `ThreadPool.parallelTasks`).
-            pool.parallelTasks(tasks) { task, thread in
-                let plane = RowPool(geometry: g, kind: kind, scratch: ws + thread * per)
-                for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
-                    // The whole input tensor is readable around each plane.
-                    plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels,
-                              readable: (-p * g.inPixels)..<((planes - p) * g.inPixels))
-                }
+            Self.poolPlanes(pool, geometry: g, kind: kind, input: src, output: dst, planes: planes, scratch: ws,
+                            scratchPerThread: per, threads: threads)
+        }
+    }
+
+    /// Pools `planes` planes back to back: several runs of planes per thread, handed out one at a
+    /// time (see `ThreadPool.parallelTasks`), with the whole tensor readable around each plane.
+    static func poolPlanes(_ pool: ThreadPool, geometry g: ConvGeometry, kind: PoolKind, input: UnsafePointer<Float>,
+                           output: UnsafeMutablePointer<Float>, planes: Int, scratch: UnsafeMutablePointer<Float>,
+                           scratchPerThread per: Int, threads: Int) {
+        let tasks = min(planes, threads * 4)
+        pool.parallelTasks(tasks) { task, thread in
+            let plane = RowPool(geometry: g, kind: kind, scratch: scratch + thread * per)
+            for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
+                plane.run(input: input + p * g.inPixels, output: output + p * g.outPixels,
+                          readable: (-p * g.inPixels)..<((planes - p) * g.inPixels))
             }
         }
     }

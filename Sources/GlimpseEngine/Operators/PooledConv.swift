@@ -99,17 +99,10 @@ struct PooledConvKernel: Kernel {
             return
         }
         conv.run(pool)
-        let p = plan.pool, planes = plan.batch * plan.channels
-        let scratch = staging + (planes * p.inPixels + 64 + 15) / 16 * 16
-        let tasks = min(planes, plan.threads * ConvKernel.tasksPerThread)
-        let src = UnsafePointer(staging), dst = output, per = plan.poolScratch
-        pool.parallelTasks(tasks) { task, thread in
-            let rows = RowPool(geometry: p, kind: .max, scratch: scratch + thread * per)
-            for q in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
-                rows.run(input: src + q * p.inPixels, output: dst + q * p.outPixels,
-                         readable: (-q * p.inPixels)..<((planes - q) * p.inPixels))
-            }
-        }
+        let planes = plan.batch * plan.channels
+        PoolOp.poolPlanes(pool, geometry: plan.pool, kind: .max, input: staging, output: output, planes: planes,
+                          scratch: staging + (planes * plan.pool.inPixels + 64 + 15) / 16 * 16,
+                          scratchPerThread: plan.poolScratch, threads: plan.threads)
     }
 }
 
@@ -137,17 +130,12 @@ extension ConvKernel {
             // The phase planes hold one image at a time, split by rows among the threads (`runPhased`).
             let planes = PhasePlanes(g)
             let phases = workspace + threads * scratchPerThread
-            let fills = min(threads, planes.rows)
             phaseTaps.withUnsafeBufferPointer { taps in
                 guard let offsets = taps.baseAddress else { return }
                 let b = PhaseB(phases: phases, channelStride: PhaseB.channelStride(planes), tapOffsets: offsets,
                                taps: taps.count, planes: planes, flat: false)
                 for image in 0..<batch {
-                    let src = input + image * inImage
-                    pool.parallelFor(fills) { t in
-                        PhaseB.fill(planes, input: src, rows: (planes.rows * t / fills)..<(planes.rows * (t + 1) / fills),
-                                    phases: phases)
-                    }
+                    fillPhases(pool, planes, input: input + image * inImage, phases: phases)
                     pool.parallelTasks(plan.bands) { band, thread in
                         runBand(plan, band, b: b, packed: packed, output: output + image * outImage,
                                 staging: staging + thread * perThread, scratch: workspace + thread * scratchPerThread)

@@ -112,8 +112,6 @@ final class ExecutionPlan {
         for inp in graph.inputs { assign(inp.value) }
         for (pos, i) in live.enumerated() {
             let n = graph.nodes[i]
-            // A value's buffer is its root's: its own, a view's source, or (for an elided concat's
-            // input) the concat's output, assigned when its first input is produced.
             var released = Set<Int>()
             // An output that takes over the buffer of an input read here for the last time
             // (`Operator.inPlaceInput`; a ResNet block's shortcut, overwritten by its sum).
@@ -125,6 +123,8 @@ final class ExecutionPlan {
                 slotOf[o] = slotOf[v]
                 released.insert(v)
             }
+            // A value's buffer is its root's: its own, a view's source, or (for an elided concat's
+            // input) the concat's output, assigned when its first input is produced.
             for o in n.outputs where known[o] == nil && slotOf[root[o]] < 0 { assign(root[o]) }
             for v in n.inputs where v != Graph.noValue && known[v] == nil {
                 let r = root[v]

@@ -34,19 +34,23 @@ public enum Winograd {
         for co in 0..<cout {
             for ci in 0..<cin {
                 let g = w + (co * cin + ci) * 9
-                // G·g (4×3), then (G·g)·Gᵀ (4×4).
-                var gg = [Float](repeating: 0, count: 12)
-                for c in 0..<3 {
-                    let g0 = g[c], g1 = g[3 + c], g2 = g[6 + c]
-                    gg[c] = g0
-                    gg[3 + c] = (g0 + g1 + g2) / 2
-                    gg[6 + c] = (g0 - g1 + g2) / 2
-                    gg[9 + c] = g2
-                }
+                // Row i of G·g (a 4×3 matrix), then that row times Gᵀ: u[i][0...3].
                 for i in 0..<4 {
-                    let r0 = gg[3 * i], r1 = gg[3 * i + 1], r2 = gg[3 * i + 2]
-                    let row = [r0, (r0 + r1 + r2) / 2, (r0 - r1 + r2) / 2, r2]
-                    for j in 0..<4 { u[((4 * i + j) * cout + co) * cin + ci] = row[j] }
+                    @inline(__always) func gRow(_ c: Int) -> Float {
+                        let g0 = g[c], g1 = g[3 + c], g2 = g[6 + c]
+                        switch i {
+                        case 0: return g0
+                        case 1: return (g0 + g1 + g2) / 2
+                        case 2: return (g0 - g1 + g2) / 2
+                        default: return g2
+                        }
+                    }
+                    let r0 = gRow(0), r1 = gRow(1), r2 = gRow(2)
+                    let out = u + (4 * i * cout + co) * cin + ci, step = cout * cin
+                    out[0] = r0
+                    out[step] = (r0 + r1 + r2) / 2
+                    out[2 * step] = (r0 - r1 + r2) / 2
+                    out[3 * step] = r2
                 }
             }
         }
@@ -113,8 +117,8 @@ public enum Winograd {
                     let a = p.loadUnaligned(as: SIMD16<Float>.self), b = p.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
                     let c = p.loadUnaligned(fromByteOffset: 8, as: SIMD16<Float>.self)
                     let d = p.loadUnaligned(fromByteOffset: 72, as: SIMD16<Float>.self)
-                    let c0 = SIMD16(lowHalf: a.evenHalf, highHalf: b.evenHalf), c1 = SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)
-                    let c2 = SIMD16(lowHalf: c.evenHalf, highHalf: d.evenHalf), c3 = SIMD16(lowHalf: c.oddHalf, highHalf: d.oddHalf)
+                    let c0 = RowPool.evenLanes(a, b), c1 = SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)
+                    let c2 = RowPool.evenLanes(c, d), c3 = SIMD16(lowHalf: c.oddHalf, highHalf: d.oddHalf)
                     return (c0 - c2, c1 + c2, c2 - c1, c1 - c3)
                 }
                 let r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3)
