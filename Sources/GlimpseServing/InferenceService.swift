@@ -79,9 +79,26 @@ public final class InferenceService: Sendable {
         self.decodePool = ComputePool(threads: configuration.decodeThreads, name: "glimpse-decode")
     }
 
+    /// The model a request names, with `auto` (what a `classify` without `model` asks for) turned into
+    /// the default model when it is loaded, else the only loaded family.
+    public func resolveDefault(_ requested: String) throws -> String {
+        guard requested == "auto" else { return requested }
+        let all = registry.all
+        if let name = configuration.defaultModel, all.contains(where: { $0.name == name || $0.metadata.family == name }) {
+            return name
+        }
+        let families = Set(all.map(\.metadata.family)).sorted()
+        if families.count == 1 { return families[0] }
+        let loaded = families.isEmpty ? "none" : families.joined(separator: ", ")
+        if let name = configuration.defaultModel {
+            throw ServingError.unknownModel("no \"model\" given and the default model \"\(name)\" is not loaded; name one of the loaded families: \(loaded)")
+        }
+        throw ServingError.badParameter("no \"model\" given and no default model set (--default-model); name one of the loaded families: \(loaded)")
+    }
+
     /// Classifies each image of the request; results come back in request order.
     public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
-        let route = try router.route(request.model, registry: registry, defaultFamily: configuration.defaultFamily,
+        let route = try router.route(try resolveDefault(request.model), registry: registry, defaultFamily: nil,
                                      deadlineNanos: request.deadlineMs.map { UInt64(max(0, $0) * 1e6) },
                                      minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.images.count,
                                      now: monotonicNanos())

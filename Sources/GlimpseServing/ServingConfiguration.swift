@@ -20,8 +20,9 @@ public struct ServingConfiguration: Sendable {
     /// Images being decoded, queued or run at once, over all models; beyond it requests are refused
     /// with queue_full before any decoding, so memory stays bounded under any offered load.
     public var maxInflightImages: Int
-    /// The family `"model": "auto"` means when several families are loaded.
-    public var defaultFamily: String?
+    /// The family or variant that a `classify` without `model` (or with `"model": "auto"`) uses. When it
+    /// is not loaded and only one family is, that family serves.
+    public var defaultModel: String?
     /// Share of each `deadline_ms` the server keeps back for what happens outside its own planning:
     /// reading the request and writing the answer, transport, and error in its latency predictions.
     /// Admission and batching aim to answer within the rest.
@@ -35,11 +36,11 @@ public struct ServingConfiguration: Sendable {
                 maxImagesPerCall: Int = 64,
                 maxTopK: Int = 100,
                 maxInflightImages: Int = 512,
-                defaultFamily: String? = nil,
+                defaultModel: String? = nil,
                 deadlineHeadroom: Double = 0.2,
                 decodeOptions: DecodeOptions = .init()) {
         self.decodeOptions = decodeOptions
-        self.defaultFamily = defaultFamily
+        self.defaultModel = defaultModel
         self.deadlineHeadroom = min(0.9, max(0, deadlineHeadroom))
         self.decodeThreads = max(1, decodeThreads)
         self.engineThreads = max(1, engineThreads)

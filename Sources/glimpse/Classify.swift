@@ -7,7 +7,7 @@ struct Classify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Classify an image file without a server and print the top predictions.")
 
     @Argument(help: "JPEG or PNG file.") var image: String
-    @Option(help: "Model name (see `glimpse models list`).") var model: String
+    @Option(help: "A model name, or a family whose most accurate variant classifies (see `glimpse models list`).") var model: String = "imagenet"
     @Option(help: "How many predictions to print.") var topK: Int = 5
     @Option(help: "center, fit or fill (default: the model's).") var crop: String?
     @Option(help: DCTScaling.optionHelp) var jpegDctScaling: String = "powers-of-two"
@@ -26,13 +26,15 @@ struct Classify: AsyncParsableCommand {
         let service = InferenceService(configuration: .init(engineThreads: modelOptions.threads, decodeOptions: options))
         defer { service.shutdown() }
         let (found, _) = ModelDirectory.scan(modelOptions.models)
-        guard let metadata = found.first(where: { $0.name == model }) else {
-            throw ValidationError("no model \"\(model)\" in \(modelOptions.models); available: \(found.map(\.name).joined(separator: ", "))")
+        let family = found.filter { $0.family == model }
+        guard let metadata = found.first(where: { $0.name == model }) ?? family.max(by: { ($0.accuracy ?? -1) < ($1.accuracy ?? -1) }) else {
+            let families = Set(found.map(\.family)).sorted().joined(separator: ", ")
+            throw ValidationError("no model or family \"\(model)\" in \(modelOptions.models); models: \(found.map(\.name).joined(separator: ", ")); families: \(families)")
         }
         try service.registry.load(metadata, directory: modelOptions.models)
-        let results = try await service.classify(ClassifyRequest(images: [[UInt8](data)], model: model, topK: topK, crop: cropMode))
+        let results = try await service.classify(ClassifyRequest(images: [[UInt8](data)], model: metadata.name, topK: topK, crop: cropMode))
         let r = results[0]
-        print("\(image): \(r.image.format) \(r.image.width)x\(r.image.height), model \(model)")
+        print("\(image): \(r.image.format) \(r.image.width)x\(r.image.height), model \(metadata.name)")
         for (rank, p) in r.predictions.enumerated() {
             print(String(format: "%2d. %-32@ index %4d  score %.5f", rank + 1, p.label as NSString, p.index, p.score))
         }

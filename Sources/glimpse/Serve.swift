@@ -32,7 +32,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
     @Option(help: DCTScaling.optionHelp) var jpegDctScaling: String = "powers-of-two"
     @Option(help: "Most images in one classify call.") var maxImagesPerCall: Int = 64
-    @Option(help: "The family that `\"model\": \"auto\"` means when several are loaded.") var defaultFamily: String?
+    @Option(name: [.customLong("default-model"), .customLong("default-family")],
+            help: "The family (or variant) that serves a classify without \"model\" (or with \"model\": \"auto\"). When it is not loaded and only one family is, that family serves.")
+    var defaultModel: String = "imagenet"
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
     @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
     @Option(help: "Seconds a connection may sit with no request before it is closed.") var idleTimeoutS: Double = 120
@@ -79,7 +81,7 @@ struct Serve: AsyncParsableCommand {
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
                             allowedBatchSizes: sizes, delayPolicy: policy),
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
-            maxImagesPerCall: maxImagesPerCall, defaultFamily: defaultFamily, deadlineHeadroom: deadlineHeadroom,
+            maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
             decodeOptions: DecodeOptions(dctScaling: dctScaling))
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)

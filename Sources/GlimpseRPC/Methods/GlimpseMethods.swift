@@ -107,10 +107,8 @@ public enum GlimpseMethods {
         let single = try p.string("image")
         let many = try p.stringArray("images")
         if single != nil && many != nil { throw RPCError.invalidParams("give either \"image\" or \"images\", not both") }
-        guard let model = try p.string("model") else {
-            let names = service.registry.all.map(\.name).joined(separator: ", ")
-            throw RPCError.invalidParams("missing \"model\"; loaded models: \(names.isEmpty ? "none" : names)")
-        }
+        // Without "model", the default model (--default-model) serves.
+        let model = try p.string("model") ?? "auto"
         let topK = try p.int("top_k", in: 1...service.configuration.maxTopK) ?? 5
         var crop: CropMode?
         if let c = try p.string("crop") {

@@ -32,7 +32,7 @@ public enum OpenRPCDocument {
                 "params": [
                     param("image", ["type": "string", "contentEncoding": "base64"], "A JPEG or PNG image, base64 (standard or URL-safe, data: URLs accepted)."),
                     param("images", ["type": "array", "items": ["type": "string", "contentEncoding": "base64"]], "Several images; the result is an array in the same order."),
-                    param("model", ["type": "string"], required: true, "A variant's name (served as asked), a family name (the best variant for the deadline is chosen), or \"auto\" (the default family). See models.list."),
+                    param("model", ["type": "string", "default": "auto"], "A variant's name (served as asked), a family name (the best variant for the deadline is chosen), or \"auto\" (the default model, --default-model: imagenet unless set). Without it, the default model serves. See models.list."),
                     param("top_k", ["type": "integer", "minimum": 1, "default": 5], "How many predictions to return."),
                     param("crop", ["type": "string", "enum": ["center", "fit", "fill"]], "How the image is fitted to the model input; default: the model's."),
                     param("deadline_ms", ["type": "number", "exclusiveMinimum": 0], "Time budget; with a family, the most accurate variant predicted to meet it serves; a request predicted to miss it is refused at once with -32000 deadline_unmeetable."),

@@ -49,9 +49,8 @@ enum Routes {
                 return restError(tooLarge(maxBody), status: .contentTooLarge)
             }
             let query = request.uri.queryParameters
-            guard let model = query.get("model") else {
-                return restError(.invalidParams("missing query parameter \"model\""), status: .badRequest)
-            }
+            // Without ?model=, the default model (--default-model) serves.
+            let model = query.get("model") ?? "auto"
             var topK = 5
             if let k = query.get("top_k") {
                 guard let v = Int(k), v >= 1, v <= service.configuration.maxTopK else {
