@@ -20,12 +20,17 @@ public struct ServerConfiguration: Sendable {
     public var tls: TLSFiles?
     /// API keys; when nil, no authentication is asked for.
     public var apiKeys: APIKeys?
+    /// Without API keys, whether the admin methods (`models.load`, `.reload`, `.unload`, `.traffic`) are
+    /// open to every caller. Off by default: they are refused with -32003 unless an admin key is configured.
+    public var adminWithoutAuth: Bool
     /// Folder `models.load` loads from.
     public var modelDirectory: String?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 16 << 20, maxBatchLength: Int = 256,
                 idleTimeoutSeconds: Double = 120, headerTimeoutSeconds: Double = 10, gracefulCloseTimeoutSeconds: Double = 30,
-                http2: HTTP2Options = .init(), tls: TLSFiles? = nil, apiKeys: APIKeys? = nil, modelDirectory: String? = nil) {
+                http2: HTTP2Options = .init(), tls: TLSFiles? = nil, apiKeys: APIKeys? = nil, modelDirectory: String? = nil,
+                adminWithoutAuth: Bool = false) {
+        self.adminWithoutAuth = adminWithoutAuth
         self.modelDirectory = modelDirectory
         self.host = host
         self.port = port

@@ -46,6 +46,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "PEM certificate chain; with --tls-key the port speaks TLS (ALPN h2 and http/1.1).") var tlsCert: String?
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "File of API keys, one `<key> <user|admin> [name]` per line; clients send `Authorization: Bearer <key>`.") var apiKeys: String?
+    @Flag(help: "Without --api-keys, open the admin methods (models.load, models.reload, models.unload, models.traffic) to whoever reaches the port. Off by default: they are refused with -32003.")
+    var adminWithoutAuth = false
     @Option(help: "Seconds to wait on SIGTERM/SIGINT for in-flight requests before cancelling them.") var drainTimeoutS: Double = 30
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
@@ -107,8 +109,13 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
             idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,
             http2: http2, tls: zip2(tlsCert, tlsKey).map { TLSFiles(certificateChain: $0, privateKey: $1) },
-            apiKeys: try apiKeys.map { try APIKeys(file: $0) }, modelDirectory: modelOptions.models)
-        if config.apiKeys == nil { logger.notice("no --api-keys: every method, admin ones included, is open to whoever reaches the port") }
+            apiKeys: try apiKeys.map { try APIKeys(file: $0) }, modelDirectory: modelOptions.models,
+            adminWithoutAuth: adminWithoutAuth)
+        if config.apiKeys == nil {
+            logger.notice(adminWithoutAuth
+                ? "no --api-keys and --admin-without-auth: every method, admin ones included, is open to whoever reaches the port"
+                : "no --api-keys: classify and the read-only methods are open; admin methods are refused (give an admin key in --api-keys, or --admin-without-auth)")
+        }
         let state = ServerState()
         let scheme = config.tls == nil ? "http" : "https"
         let app = try GlimpseServer.makeApplication(

@@ -24,7 +24,7 @@ final class HotReloadTests: XCTestCase {
 
     func testReloadUnderSteadyLoadFailsNoRequest() async throws {
         let dir = try folderWithCopiedMNIST()
-        let server = try GlimpseProcess(arguments: ["--models", dir.path])
+        let server = try GlimpseProcess(arguments: ["--models", dir.path, "--admin-without-auth"])
         defer { server.stop() }
         let client = try H2Client(host: "127.0.0.1", port: server.port, requestTimeout: 30)
         defer { client.close() }
@@ -72,7 +72,7 @@ final class HotReloadTests: XCTestCase {
 
     func testCorruptReplacementIsRefusedAndTheOldVersionKeepsServing() throws {
         let dir = try folderWithCopiedMNIST()
-        let server = try GlimpseProcess(arguments: ["--models", dir.path])
+        let server = try GlimpseProcess(arguments: ["--models", dir.path, "--admin-without-auth"])
         defer { server.stop() }
         let file = dir.appendingPathComponent("mnist-8.onnx")
         var bytes = try Data(contentsOf: file)

@@ -23,7 +23,7 @@ public enum OpenRPCDocument {
     public static let document: JSONValue = [
         "openrpc": "1.2.6",
         "info": ["title": "Glimpse", "version": "0.1.0",
-                 "description": "Image classification over JSON-RPC 2.0 (POST /rpc over HTTP/2 or HTTP/1.1, clear text or TLS). With API keys configured, every call needs `Authorization: Bearer <key>` (HTTP 401 with -32003 otherwise), and admin methods need an admin key."],
+                 "description": "Image classification over JSON-RPC 2.0 (POST /rpc over HTTP/2 or HTTP/1.1, clear text or TLS). With API keys configured, every call needs `Authorization: Bearer <key>` (HTTP 401 with -32003 otherwise), and admin methods need an admin key. Without API keys, admin methods are refused with -32003 unless the server runs with --admin-without-auth."],
         "methods": [
             [
                 "name": "classify",

@@ -138,7 +138,7 @@ public final class RPCDispatcher: Sendable {
             return (isNotification ? nil : errorResponse(id: id, e), e)
         }
         if adminMethods.contains(method) && !context.isAdmin {
-            let e = RPCError.unauthorized("\(method) needs an API key with the admin role")
+            let e = RPCError.unauthorized("\(method) is an admin method: send an API key with the admin role (--api-keys), or start the server with --admin-without-auth")
             onCall(method, e)
             return (isNotification ? nil : errorResponse(id: id, e), e)
         }

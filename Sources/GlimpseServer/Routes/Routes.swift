@@ -11,10 +11,11 @@ enum Routes {
                     dispatcher: RPCDispatcher, state: ServerState, metricsText: (@Sendable () -> [UInt8])?) {
         let maxBody = configuration.maxBodyBytes
         let apiKeys = configuration.apiKeys
+        let adminWithoutAuth = configuration.adminWithoutAuth
 
         /// nil when the caller may go on; otherwise the 401 to send.
         @Sendable func authenticate(_ request: Request, rest: Bool = false) -> (context: RPCContext, refusal: Response?) {
-            guard let apiKeys else { return (RPCContext(isAdmin: true), nil) }
+            guard let apiKeys else { return (RPCContext(isAdmin: adminWithoutAuth), nil) }
             guard let key = apiKeys.authenticate(authorization: request.headers[.authorization]) else {
                 let e = RPCError.unauthorized("send a valid API key as \"Authorization: Bearer <key>\"")
                 let body: JSONValue = rest ? .object(["error": e.json]) : .object(["jsonrpc": "2.0", "id": .null, "error": e.json])
