@@ -67,7 +67,10 @@ public final class ModelRegistry: @unchecked Sendable {
         lock.lock()
         let old = models.updateValue(loaded, forKey: metadata.name)
         lock.unlock()
-        old?.queue.shutdown()
+        if let old {
+            old.queue.shutdown()
+            HeapPolicy.trimWhenReleased(old)
+        }
         return loaded
     }
 
@@ -120,8 +123,10 @@ public final class ModelRegistry: @unchecked Sendable {
         let old = models.removeValue(forKey: name)
         lock.unlock()
         if old != nil { ServingMetrics.modelLoad(model: name, outcome: "unloaded") }
-        old?.queue.close(failingWaiting: .modelUnavailable("model \(name) was unloaded while the request waited"))
-        return old != nil
+        guard let old else { return false }
+        old.queue.close(failingWaiting: .modelUnavailable("model \(name) was unloaded while the request waited"))
+        HeapPolicy.trimWhenReleased(old)
+        return true
     }
 
     func shutdown() {
