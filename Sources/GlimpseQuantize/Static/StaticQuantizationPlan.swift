@@ -18,6 +18,8 @@ struct StaticQuantizationPlan {
         var weight: String
         var axis: Int
         /// The float bias initializer quantized to int32 (Conv input 2, Gemm's 1-D input 2), if any.
+        /// Its int32 values depend on the op's input scale, so a bias shared by several ops gets one
+        /// int32 copy per op.
         var bias: String?
     }
 
@@ -59,7 +61,7 @@ struct StaticQuantizationPlan {
             if n.opType == "Gemm", (n.intAttributes["transA"] ?? 0) != 0 { continue }
             var bias: String?
             if n.inputs.count > 2, let b = floatInitializers[n.inputs[2]], b.dataType == 1, b.dims.count == 1,
-               b.dims[0] == w.dims[axis], readers[b.name]?.count == 1, !file.outputNames.contains(b.name) {
+               b.dims[0] == w.dims[axis], !file.outputNames.contains(b.name) {
                 bias = b.name
             }
             ops.append(QuantizedOp(node: i, weight: w.name, axis: axis, bias: bias))

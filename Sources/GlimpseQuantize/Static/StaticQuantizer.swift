@@ -118,6 +118,12 @@ public enum StaticQuantizer {
         for t in file.initializers { initializerByName[t.name] = t }
         var weightScales: [String: [Float]] = [:]
         var biases = 0
+        /// Readers of each bias (node inputs and graph outputs), how many quantized copies it has, and
+        /// the copy each op reads as input 2 (by node field) when the bias is shared.
+        var biasReaders: [String: Int] = [:]
+        for n in file.nodes { for i in n.inputs where !i.isEmpty { biasReaders[i, default: 0] += 1 } }
+        var quantizedBiases: [String: Int] = [:]
+        var biasRename: [Int: String] = [:]
         for op in plan.ops {
             guard let t = initializerByName[op.weight] else { continue }
             if weightScales[t.name] == nil {
@@ -144,7 +150,7 @@ public enum StaticQuantizer {
             }
             let x = file.nodes[op.node].inputs[0]
             guard let biasName = op.bias, let b = initializerByName[biasName], let sx = inputScale[x],
-                  let sw = weightScales[t.name], !replacedNames.contains(biasName) else { continue }
+                  let sw = weightScales[t.name] else { continue }
             let values = try file.floats(b)
             guard values.count == sw.count else { continue }
             var raw: [UInt8] = []
@@ -158,13 +164,25 @@ public enum StaticQuantizer {
                 let bits = UInt32(bitPattern: clamped)
                 for i in 0..<4 { raw.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt32(i)))) }
             }
+            // The DequantizeLinear output keeps the bias's name when this op is its only reader.
+            let only = (biasReaders[b.name] ?? 0) == 1
             let qName = fresh(b.name + "_quantized"), sName = fresh(b.name + "_scale")
+            let dqName = only ? b.name : fresh(b.name + "_dequantized")
             newInitializers.append(ONNXEncoding.tensor(name: qName, dims: b.dims, type: .int32, raw: raw))
             newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
-            leadingNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName], outputs: [b.name],
+            leadingNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName], outputs: [dqName],
                                                   name: fresh(b.name + "_dequantize"), ints: [("axis", 0)]))
-            replacedFields.insert(b.fieldIndex)
-            replacedNames.insert(b.name)
+            if only {
+                replacedFields.insert(b.fieldIndex)
+                replacedNames.insert(b.name)
+            } else {
+                biasRename[file.nodes[op.node].fieldIndex] = dqName
+                quantizedBiases[b.name, default: 0] += 1
+                if quantizedBiases[b.name] == biasReaders[b.name] {
+                    replacedFields.insert(b.fieldIndex)
+                    replacedNames.insert(b.name)
+                }
+            }
             biases += 1
         }
 
@@ -194,7 +212,8 @@ public enum StaticQuantizer {
                 graph.raw(source[f.span])
                 continue
             }
-            let inputs = node.inputs.map { rename[$0] ?? $0 }
+            var inputs = node.inputs.map { rename[$0] ?? $0 }
+            if let b = biasRename[index], inputs.count > 2 { inputs[2] = b }
             if inputs != node.inputs {
                 graph.message(1, try file.node(node, inputs: inputs, outputs: node.outputs))
             } else {
