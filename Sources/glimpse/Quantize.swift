@@ -7,7 +7,7 @@ import GlimpseTensor
 
 struct Quantize: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write an fp16 or int8 variant of a float32 ONNX model and compare it with the original.",
+        abstract: "Write an fp16, int8 or calibrated int8-static variant of a float32 ONNX model and compare it with the original.",
         discussion: """
         Modes: fp16 (float16 weights + Cast), int8-linear (symmetric per-channel int8 weights as \
         DequantizeLinear), int8-kmeans (2^bits shared values per tensor on weights scaled per output \
@@ -16,6 +16,14 @@ struct Quantize: ParsableCommand {
         to float32 at load. With --images, both models classify every JPEG/PNG of the folder and a \
         table reports size, top-1 agreement, softmax and relative logit differences, load time and \
         batch-1 latency.
+
+        int8-static writes a QDQ model: int8 weights per output channel, int32 biases, and uint8 \
+        activations per tensor (QuantizeLinear/DequantizeLinear pairs around every Conv, Gemm and \
+        MatMul) whose ranges come from running the float32 model on Glimpse's engine over the \
+        calibration images given with --images: a folder of JPEG/PNG files, or a labelled data set as \
+        `glimpse eval` reads it (IDX file, tar archive, labelled folder), of which \
+        --calibration-images are taken at even strides. --calibration minmax (the default) uses the \
+        full observed range; percentile clips each end at --percentile.
         """)
 
     @Argument(help: "The float32 .onnx model.") var model: String
@@ -26,7 +34,7 @@ struct Quantize: ParsableCommand {
     @Option(help: "Preprocessing: a preset (\(PreprocessingPreset.names.joined(separator: ", "))) or the name of a model in --models, whose preprocessing is used.")
     var preprocessing: String = "imagenet"
     @Option(help: "Model folder where --preprocessing names a model.") var models: String = ModelOptions.defaultFolder
-    @Option(help: "int8-static: activation ranges by minmax or percentile.") var calibration: String = "percentile"
+    @Option(help: "int8-static: activation ranges by minmax or percentile.") var calibration: String = "minmax"
     @Option(help: "int8-static with --calibration percentile: the percentile kept at each end.")
     var percentile: Double = CalibrationMethod.defaultPercentile
     @Option(help: "int8-static: calibrate on at most this many images, spread evenly over the data.")

@@ -35,7 +35,7 @@ public enum StaticQuantizer {
     /// Quantizes a model held in memory, calibrating on `inputs` (batch-1 tensors preprocessed as the
     /// model expects). `name` is used in error messages.
     public static func quantize(_ bytes: [UInt8], name: String, calibration inputs: [Tensor],
-                                method: CalibrationMethod = .percentile(CalibrationMethod.defaultPercentile),
+                                method: CalibrationMethod = .minMax,
                                 threads: Int = 1) throws -> (model: QuantizedModel, summary: Summary) {
         let file = try ONNXModelFile(bytes: bytes, name: name)
         guard file.opset >= 13 else {
@@ -243,7 +243,7 @@ public enum StaticQuantizer {
     /// in Glimpse's engine (unless `verify` is false) and writes it to `outputPath`.
     @discardableResult
     public static func quantizeFile(at inputPath: String, to outputPath: String, calibration inputs: [Tensor],
-                                    method: CalibrationMethod = .percentile(CalibrationMethod.defaultPercentile),
+                                    method: CalibrationMethod = .minMax,
                                     threads: Int = 1, verify: Bool = true) throws -> (model: QuantizedModel, summary: Summary) {
         guard let data = FileManager.default.contents(atPath: inputPath) else {
             throw QuantizationError(.io, "cannot read model file \(inputPath)")
