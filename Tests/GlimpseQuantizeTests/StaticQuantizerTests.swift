@@ -31,15 +31,23 @@ final class StaticQuantizerTests: XCTestCase {
         if let workDir { try? FileManager.default.removeItem(at: workDir) }
     }
 
-    /// `count` MNIST images of a split, spread over it, preprocessed as digits-large expects.
-    func mnist(_ split: String, count: Int) throws -> [Tensor] {
-        let path = try SharedData.path("datasets/mnist/\(split)-images-idx3-ubyte.gz")
-        let samples = StaticQuantizer.spread(try EvalDataset.load(path).samples, limit: count)
+    /// cifar10-large's preprocessing (models/models.json).
+    static let cifar10 = Preprocessing(width: 32, height: 32, resizeShortSide: nil, crop: .center, channelOrder: .rgb,
+                                       scale: 1.0 / 255.0, mean: [0.4914, 0.4822, 0.4465], std: [0.247, 0.2435, 0.2616])
+
+    /// `count` images of a shared data set, spread over it, preprocessed with `spec`.
+    func images(_ relative: String, count: Int, spec: Preprocessing) throws -> [Tensor] {
+        let samples = StaticQuantizer.spread(try EvalDataset.load(try SharedData.path(relative)).samples, limit: count)
         return try samples.map { s in
-            let t = Tensor(shape: Shape([1, 1, 28, 28]), dtype: .float32)
-            try Evaluator.preprocess(s, spec: Self.digits, into: t.rawPointer)
+            let t = Tensor(shape: Shape([1, spec.channels, spec.height, spec.width]), dtype: .float32)
+            try Evaluator.preprocess(s, spec: spec, into: t.rawPointer)
             return t
         }
+    }
+
+    /// `count` MNIST images of a split, spread over it, preprocessed as digits-large expects.
+    func mnist(_ split: String, count: Int) throws -> [Tensor] {
+        try images("datasets/mnist/\(split)-images-idx3-ubyte.gz", count: count, spec: Self.digits)
     }
 
     /// One batch of `inputs` (each [1, …]) as a [n, …] tensor.
@@ -95,14 +103,13 @@ final class StaticQuantizerTests: XCTestCase {
 
     /// onnxruntime (its QDQ fusions run the convolutions on int8) and Glimpse run the written file on
     /// the same inputs: the same top-1 on every image, logits within a few output quantization steps.
-    func testOnnxruntimeRunsTheVariantLikeGlimpse() throws {
+    func checkOnnxruntimeAgrees(variant path: String, inputs test: [Tensor], classes: Int,
+                                file: StaticString = #filePath, line: UInt = #line) throws {
         let python = ProcessInfo.processInfo.environment["GLIMPSE_ONNXRUNTIME_PYTHON"]
             ?? Self.repositoryRoot.appendingPathComponent(".build/onnxruntime-venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            return XCTFail("no onnxruntime at \(python): run scripts/setup.sh --test (or set GLIMPSE_ONNXRUNTIME_PYTHON)")
+            return XCTFail("no onnxruntime at \(python): run scripts/setup.sh --test (or set GLIMPSE_ONNXRUNTIME_PYTHON)", file: file, line: line)
         }
-        let (path, _, _) = try quantizeDigits(method: .percentile(99.99))
-        let test = try mnist("t10k", count: 200)
         let input = batch(test)
         let inputFile = workDir.appendingPathComponent("inputs.f32"), outputFile = workDir.appendingPathComponent("outputs.f32")
         try Data(bytes: input.rawPointer, count: input.count * 4).write(to: inputFile)
@@ -117,11 +124,10 @@ final class StaticQuantizerTests: XCTestCase {
         try process.run()
         let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "onnxruntime failed: \(log)")
+        XCTAssertEqual(process.terminationStatus, 0, "onnxruntime failed: \(log)", file: file, line: line)
         guard process.terminationStatus == 0 else { return }
         let raw = try Data(contentsOf: outputFile)
-        let classes = 10
-        XCTAssertEqual(raw.count, test.count * classes * 4, log)
+        XCTAssertEqual(raw.count, test.count * classes * 4, log, file: file, line: line)
         guard raw.count == test.count * classes * 4 else { return }
         let ort: [Float] = raw.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
 
@@ -136,8 +142,29 @@ final class StaticQuantizerTests: XCTestCase {
                 maxLogit = max(maxLogit, abs(o[j]))
             }
         }
-        XCTAssertEqual(sameTop1, test.count, "top-1 equal to onnxruntime's")
-        XCTAssertLessThan(maxDiff, 0.02 * maxLogit, "max |Δlogit| \(maxDiff), max |logit| \(maxLogit)")
+        XCTAssertEqual(sameTop1, test.count, "top-1 equal to onnxruntime's (\(log))", file: file, line: line)
+        XCTAssertLessThan(maxDiff, 0.02 * maxLogit, "max |Δlogit| \(maxDiff), max |logit| \(maxLogit)", file: file, line: line)
+    }
+
+    func testOnnxruntimeRunsTheDigitsVariantLikeGlimpse() throws {
+        let (path, _, _) = try quantizeDigits(method: .percentile(99.99))
+        try checkOnnxruntimeAgrees(variant: path, inputs: try mnist("t10k", count: 200), classes: 10)
+    }
+
+    /// cifar10-large: residual Adds, and two passes (image and mirror image) sharing weights and
+    /// biases, so each bias gets one int32 copy per pass.
+    func testOnnxruntimeRunsTheCIFAR10VariantLikeGlimpse() throws {
+        let source = Self.repositoryRoot.appendingPathComponent("models/cifar10-large.onnx").path
+        let out = workDir.appendingPathComponent("cifar10-large-int8-static.onnx").path
+        let calibration = try images("datasets/cifar10-jpeg/train.tar", count: 100, spec: Self.cifar10)
+        let (model, summary) = try StaticQuantizer.quantizeFile(at: source, to: out, calibration: calibration)
+        XCTAssertEqual(model.tensors.count, 9)
+        XCTAssertEqual(summary.biases, 18, "9 biases, one copy per pass")
+        let test = try images("datasets/cifar10-jpeg/test.tar", count: 100, spec: Self.cifar10)
+        let fp32 = try ONNXLoader.load(path: source), int8 = try ONNXLoader.load(path: out)
+        let agree = zip(try top1(fp32, test), try top1(int8, test)).filter { $0 == $1 }.count
+        XCTAssertGreaterThanOrEqual(agree, 95, "top-1 agreement with float32 on 100 CIFAR-10 test images")
+        try checkOnnxruntimeAgrees(variant: out, inputs: test, classes: 10)
     }
 
     func testUInt8ParametersContainZero() {
