@@ -39,6 +39,8 @@ struct Quantize: ParsableCommand {
     var percentile: Double = CalibrationMethod.defaultPercentile
     @Option(help: "int8-static: calibrate on at most this many images, spread evenly over the data.")
     var calibrationImages: Int = 1000
+    @Flag(help: "int8-static: inputs of a Concat of Relu'd conv outputs take the Concat's scale, so int8 engines concatenate bytes (coarser steps for the narrower inputs).")
+    var concatSharedScale = false
     @Option(help: "Output file (default: <model>-<mode>.onnx in the current folder).") var out: String?
     @Option(help: "Engine threads for the comparison.") var threads: Int = 1
     @Option(help: "k-means starting centroids: linear, quantile or mixed.") var kmeansInit: String = KMeansInitialization.mixed.rawValue
@@ -130,7 +132,8 @@ struct Quantize: ParsableCommand {
         }
         guard !inputs.isEmpty else { throw ValidationError("no usable calibration images in \(images)") }
         let start = Date()
-        let (result, summary) = try StaticQuantizer.quantizeFile(at: model, to: output, calibration: inputs, method: method, threads: threads)
+        let (result, summary) = try StaticQuantizer.quantizeFile(at: model, to: output, calibration: inputs, method: method,
+                                                                   concatSharesOutput: concatSharedScale, threads: threads)
         print("wrote \(output): \(result.bytes.count) bytes, \(result.tensors.count) weight tensors (\(result.quantizedElements) values) int8 per output channel, "
               + "\(summary.biases) biases int32, \(summary.activations) activation tensors uint8 (\(summary.calibrated) calibrated, "
               + "\(summary.droppedRelus) Relu folded), \(result.keptFloatElements) values kept float32")

@@ -167,6 +167,26 @@ final class StaticQuantizerTests: XCTestCase {
         try checkOnnxruntimeAgrees(variant: out, inputs: test, classes: 10)
     }
 
+    /// SqueezeNet 1.1: every Conv quantized and its Relu folded; Concat inputs share the Concat
+    /// output's parameters only when asked, and only where the Concat feeds a quantized op directly.
+    func testSqueezeNetPlan() throws {
+        let bytes = try SharedData.bytes("models/squeezenet1.1.onnx")
+        let file = try ONNXModelFile(bytes: bytes, name: "squeezenet1.1")
+        let plan = try StaticQuantizationPlan(file)
+        XCTAssertEqual(plan.ops.count, 26)
+        XCTAssertEqual(plan.ops.filter { $0.bias != nil }.count, 26)
+        XCTAssertEqual(plan.activations.filter { $0.droppedRelu != nil }.count, 26)
+        XCTAssertEqual(plan.activations.count, 36)
+        XCTAssertEqual(plan.calibrated.count, 35, "the input, 26 Conv outputs, 6 Concat outputs and the 2 MaxPool outputs after a Concat; the MaxPool output after conv1 shares its input's")
+        let shared = try StaticQuantizationPlan(file, concatSharesOutput: true)
+        let concatInputs = shared.activations.filter { a in
+            a.sharesWith.map { target in file.nodes.contains { $0.opType == "Concat" && $0.outputs == [target] } } ?? false
+        }
+        XCTAssertEqual(concatInputs.count, 12, "the 6 Concats read by a Conv (2 feed a MaxPool first)")
+        XCTAssertTrue(concatInputs.allSatisfy { $0.droppedRelu != nil })
+        XCTAssertEqual(shared.calibrated.count, 23)
+    }
+
     func testUInt8ParametersContainZero() {
         let relu = StaticQuantizer.uint8Parameters(lower: 0, upper: 6)
         XCTAssertEqual(relu.zeroPoint, 0)

@@ -33,9 +33,10 @@ public enum StaticQuantizer {
     }
 
     /// Quantizes a model held in memory, calibrating on `inputs` (batch-1 tensors preprocessed as the
-    /// model expects). `name` is used in error messages.
+    /// model expects). `name` is used in error messages. `concatSharesOutput`: Concat inputs take the
+    /// Concat output's parameters where that is exact (`StaticQuantizationPlan`).
     public static func quantize(_ bytes: [UInt8], name: String, calibration inputs: [Tensor],
-                                method: CalibrationMethod = .minMax,
+                                method: CalibrationMethod = .minMax, concatSharesOutput: Bool = false,
                                 threads: Int = 1) throws -> (model: QuantizedModel, summary: Summary) {
         let file = try ONNXModelFile(bytes: bytes, name: name)
         guard file.opset >= 13 else {
@@ -44,7 +45,7 @@ public enum StaticQuantizer {
         guard !inputs.isEmpty else {
             throw QuantizationError(.invalidArgument, "\(name): int8-static needs at least one calibration image")
         }
-        let plan = try StaticQuantizationPlan(file)
+        let plan = try StaticQuantizationPlan(file, concatSharesOutput: concatSharesOutput)
         guard !plan.ops.isEmpty else {
             throw QuantizationError(.unsupportedModel, "\(name): no Conv, Gemm or MatMul with float32 weights to quantize")
         }
@@ -243,13 +244,14 @@ public enum StaticQuantizer {
     /// in Glimpse's engine (unless `verify` is false) and writes it to `outputPath`.
     @discardableResult
     public static func quantizeFile(at inputPath: String, to outputPath: String, calibration inputs: [Tensor],
-                                    method: CalibrationMethod = .minMax,
+                                    method: CalibrationMethod = .minMax, concatSharesOutput: Bool = false,
                                     threads: Int = 1, verify: Bool = true) throws -> (model: QuantizedModel, summary: Summary) {
         guard let data = FileManager.default.contents(atPath: inputPath) else {
             throw QuantizationError(.io, "cannot read model file \(inputPath)")
         }
         let name = ((inputPath as NSString).lastPathComponent as NSString).deletingPathExtension
-        let result = try quantize([UInt8](data), name: name, calibration: inputs, method: method, threads: threads)
+        let result = try quantize([UInt8](data), name: name, calibration: inputs, method: method,
+                                  concatSharesOutput: concatSharesOutput, threads: threads)
         if verify {
             do {
                 _ = try ONNXLoader.load(bytes: result.model.bytes, name: "\(name) (int8-static)")
