@@ -118,6 +118,7 @@ struct Quantize: ParsableCommand {
         }
         if inputs.isEmpty {
             // A labelled data set, as `glimpse eval` reads it.
+            skipped = []
             let (_, samples) = try EvalDataset.load(images)
             let dims = spec.layout == .nhwc ? [1, spec.height, spec.width, spec.channels] : [1, spec.channels, spec.height, spec.width]
             for sample in StaticQuantizer.spread(samples, limit: calibrationImages) {
