@@ -126,7 +126,7 @@ let package = Package(
             swiftSettings: cpuSettings
         ),
 
-        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseImage", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
         .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what Glimpse builds against (Debian -dev packages); with --test, also the real peers the
 # tests use: curl, nghttp and h2load (nghttp2-client), nghttpd (nghttp2-server), promtool and
-# prometheus, headless chromium (status page), openssl (test certificates).
+# prometheus, headless chromium (status page), openssl (test certificates), and onnxruntime from
+# PyPI in a virtual environment at .build/onnxruntime-venv (tests run quantized models in it).
 set -euo pipefail
 need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
-  need+=(curl nghttp2-client nghttp2-server prometheus chromium openssl)
+  need+=(curl nghttp2-client nghttp2-server prometheus chromium openssl python3-venv)
 fi
 missing=()
 for p in "${need[@]}"; do
@@ -17,4 +18,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = "--test" ]; then
+  venv="$(cd "$(dirname "$0")/.." && pwd)/.build/onnxruntime-venv"
+  if ! "$venv/bin/python" -c "import onnxruntime, numpy" 2>/dev/null; then
+    echo "installing onnxruntime and numpy into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q onnxruntime numpy
+  fi
 fi

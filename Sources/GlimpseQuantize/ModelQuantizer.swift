@@ -48,6 +48,8 @@ public enum ModelQuantizer {
             guard file.opset >= 6 else {
                 throw QuantizationError(.unsupportedModel, "\(name): opset \(file.opset) is too old for Cast with an integer 'to' (needs 6 or later)")
             }
+        case .int8Static:
+            throw QuantizationError(.invalidArgument, "\(name): int8-static needs calibration inputs; use StaticQuantizer")
         case .int8Linear:
             guard file.opset >= 13 else {
                 throw QuantizationError(.unsupportedModel, "\(name): per-channel DequantizeLinear needs opset 13 or later; the model has opset \(file.opset)")
@@ -103,6 +105,8 @@ public enum ModelQuantizer {
                                                            raw: [UInt8](repeating: 0, count: scales.count)))
                 newNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [t.name],
                                                   name: fresh(t.name + "_dequantize"), ints: [("axis", Int64(axis))]))
+            case .int8Static:
+                continue   // rejected above
             case .int8KMeans(let bits):
                 // With channel scales, each output channel is divided by its max |w| first, so one
                 // shared table serves channels of very different magnitudes.

@@ -124,15 +124,15 @@ public struct QuantizationReport: Sendable {
         func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
             s.count >= n ? s : (left ? s + String(repeating: " ", count: n - s.count) : String(repeating: " ", count: n - s.count) + s)
         }
-        let header = [pad("mode", 22, left: true), pad("size (bytes)", 13), pad("vs fp32", 8), pad("top-1 agree", 17),
+        let header = [pad("mode", 31, left: true), pad("size (bytes)", 13), pad("vs fp32", 8), pad("top-1 agree", 17),
                       pad("max |dsoftmax|", 15), pad("rel |dlogit|", 13), pad("load ms fp32/var", 18), pad("b1 ms fp32/var", 16)].joined(separator: " ")
         var lines = [header, String(repeating: "-", count: header.count)]
-        lines.append([pad("fp32", 22, left: true), pad("\(first.reference.fileBytes)", 13), pad("-", 8), pad("-", 17), pad("-", 15), pad("-", 13),
+        lines.append([pad("fp32", 31, left: true), pad("\(first.reference.fileBytes)", 13), pad("-", 8), pad("-", 17), pad("-", 15), pad("-", 13),
                       pad(String(format: "%.1f", first.reference.loadMilliseconds), 18),
                       pad(String(format: "%.2f", first.reference.meanLatencyMilliseconds), 16)].joined(separator: " "))
         for r in reports {
             lines.append([
-                pad(r.mode, 22, left: true),
+                pad(r.mode, 31, left: true),
                 pad("\(r.variant.fileBytes)", 13),
                 pad(String(format: "-%.1f%%", r.sizeReduction * 100), 8),
                 pad(String(format: "%.1f%% (%d/%d)", r.top1Agreement * 100, r.top1Matches, r.imageCount), 17),

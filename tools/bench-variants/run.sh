@@ -17,8 +17,9 @@
 # accuracy (the manifest accuracy of each variant weighted by its answers, read from each response's
 # `variant`). The default deadline, 25 ms, is about 10x the largest variant's unloaded p50 on the
 # 2-core development machine and a few times its unloaded p99 (both printed).
-# cifar10-large-int8 is left out by default: it is cifar10-large dequantized at load (the same graph and
-# speed, 0.03 points more accurate), so it would only add a third queue competing for the same cores.
+# cifar10-large-int8 (int8-static QDQ) is left out by default: until the engine has int8 kernels it
+# runs its integer ops with float kernels, at about cifar10-large's speed, so it would only add a third
+# queue competing for the same cores.
 # Every step is bounded in time; the server is stopped on exit (and could not outlive the script's
 # expected length by more than two minutes anyway).
 set -euo pipefail

@@ -15,6 +15,8 @@ struct ONNXModelFile {
         var outputs: [String]
         /// Integer attributes by name (what role detection needs: Gemm's transB).
         var intAttributes: [String: Int64]
+        /// Index of this node's field in `graphFields`.
+        var fieldIndex = 0
     }
 
     struct Initializer {
@@ -67,7 +69,10 @@ struct ONNXModelFile {
         var outputs = Set<String>()
         for (index, f) in graphFields.enumerated() where f.wire == 2 {
             switch f.number {
-            case 1: nodes.append(try ONNXModelFile.node(s, f))
+            case 1:
+                var n = try ONNXModelFile.node(s, f)
+                n.fieldIndex = index
+                nodes.append(n)
             case 5: initializers.append(try ONNXModelFile.initializer(s, f, index: index))
             case 11, 12:
                 var valueName = ""
@@ -104,6 +109,18 @@ struct ONNXModelFile {
             }
         }
         return n
+    }
+
+    /// The node re-encoded with other inputs and outputs; every other field (name, op type,
+    /// attributes, domain, doc string) is copied as it is.
+    func node(_ n: Node, inputs: [String], outputs: [String]) throws -> ProtoWriter {
+        var w = ProtoWriter()
+        for i in inputs { w.string(1, i) }
+        for o in outputs { w.string(2, o) }
+        for field in try scanner.fields(in: graphFields[n.fieldIndex].payload, "NodeProto") where field.number != 1 && field.number != 2 {
+            w.raw(scanner.bytes[field.span])
+        }
+        return w
     }
 
     private static func initializer(_ s: ProtoScanner, _ f: ProtoField, index: Int) throws -> Initializer {

@@ -117,7 +117,8 @@ public enum Evaluator {
         return best
     }
 
-    static func preprocess(_ sample: EvalSample, spec: Preprocessing, into destination: UnsafeMutableRawPointer) throws {
+    /// Decodes (or takes the pixels of) one sample and preprocesses it into `destination`.
+    public static func preprocess(_ sample: EvalSample, spec: Preprocessing, into destination: UnsafeMutableRawPointer) throws {
         switch sample.image {
         case .encoded(let bytes):
             _ = try bytes.withUnsafeBytes { try ImagePipeline.preprocess($0, spec: spec, into: destination) }
