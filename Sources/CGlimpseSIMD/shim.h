@@ -44,6 +44,41 @@ GLIMPSE_INLINE __m512i glimpse_interleave4x16_u8(const void *r0, const void *r1,
 }
 #endif
 
+#if defined(__AVX512F__)
+#define GLIMPSE_SIMD_HAS_AVX512F 1
+// Conversions the Swift standard library leaves to out-of-line generic code for SIMD16.
+/// int32 → float32 (`vcvtdq2ps`).
+GLIMPSE_INLINE __m512 glimpse_cvt_i32_f32_512(__m512i v) { return _mm512_cvtepi32_ps(v); }
+/// float32 → int32, rounding half to even (`vcvtps2dq` with an explicit rounding mode).
+GLIMPSE_INLINE __m512i glimpse_cvt_f32_i32_even_512(__m512 v) {
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/// The low byte of each int32 lane (`vpmovdb`).
+GLIMPSE_INLINE __m128i glimpse_narrow_i32_u8_512(__m512i v) { return _mm512_cvtepi32_epi8(v); }
+/// Even (`odd` = 0) or odd (`odd` = 1) lanes of the 32 floats a, b (`vpermt2ps`).
+GLIMPSE_INLINE __m512 glimpse_deinterleave_f32_512(__m512 a, __m512 b, int odd) {
+    __m512i idx = _mm512_add_epi32(_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0),
+                                   _mm512_set1_epi32(odd));
+    return _mm512_permutex2var_ps(a, idx, b);
+}
+/// The first `count` (0...16) bytes of `v` to `p` (`vmovdqu8` with a mask).
+GLIMPSE_INLINE void glimpse_store_u8_first(void *p, __m128i v, int count) {
+    _mm_mask_storeu_epi8(p, (__mmask16)((1u << count) - 1u), v);
+}
+/// The first `count` (0...16) bytes at `p` zero-extended to int32 lanes, zeros after them.
+GLIMPSE_INLINE __m512i glimpse_load_u8_i32_first(const void *p, int count) {
+    return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((__mmask16)((1u << count) - 1u), p));
+}
+/// The first `count` (0...16) floats of `v` to `p`.
+GLIMPSE_INLINE void glimpse_store_f32_first(float *p, __m512 v, int count) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << count) - 1u), v);
+}
+/// Sixteen bytes zero-extended to int32 lanes (`vpmovzxbd`).
+GLIMPSE_INLINE __m512i glimpse_load_u8_i32_512(const void *p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+#endif
+
 #if defined(__AVX2__)
 #define GLIMPSE_SIMD_HAS_AVX2 1
 /// The pre-VNNI sequence: `vpmaddubsw` (u8 × s8 pairs summed to saturating int16) then `vpmaddwd`

@@ -71,36 +71,55 @@ public struct QS8Conv: Sendable {
         }
     }
 
-    /// Panel by im2col: row kk = (ci, ky, kx), column j = output pixel p0 + j.
+    /// Panel by im2col: row kk = (ci, ky, kx), column j = output pixel p0 + j. The tile's pixels
+    /// are walked as runs along output rows, so each run is a strided copy of one input row with
+    /// the zero point where the window leaves the input.
     @inline(__always)
     func packIm2col(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
         let g = geometry
         let zx = inputZeroPoint
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * QS8Gemm.nr) { coords in
-            for j in 0..<n {
-                let p = p0 + j
-                coords[2 * j] = (p / g.outWidth) * g.strideH - g.padTop
-                coords[2 * j + 1] = (p % g.outWidth) * g.strideW - g.padLeft
-            }
-            let taps = g.kernelHeight * g.kernelWidth
-            for kk in 0..<k {
-                let ci = kk / taps, t = kk - ci * taps
-                let dy = (t / g.kernelWidth) * g.dilationH, dx = (t % g.kernelWidth) * g.dilationW
-                let plane = x + ci * g.inPixels
-                let dst = panel + (kk >> 2) * QS8Gemm.nr * 4 + (kk & 3)
-                for j in 0..<n {
-                    let iy = coords[2 * j] + dy, ix = coords[2 * j + 1] + dx
-                    let inside = iy >= 0 && iy < g.inHeight && ix >= 0 && ix < g.inWidth
-                    dst[4 * j] = inside ? plane[iy * g.inWidth + ix] : zx
+        let oy0 = p0 / g.outWidth, ox0 = p0 - oy0 * g.outWidth
+        var kk = 0
+        for ci in 0..<g.inChannels {
+            let plane = x + ci * g.inPixels
+            for ky in 0..<g.kernelHeight {
+                let dy = ky * g.dilationH - g.padTop
+                for kx in 0..<g.kernelWidth {
+                    let dx = kx * g.dilationW - g.padLeft
+                    let dst = panel + (kk >> 2) * QS8Gemm.nr * 4 + (kk & 3)
+                    var j = 0, oy = oy0, ox = ox0
+                    while j < n {
+                        let count = min(n - j, g.outWidth - ox)
+                        let iy = oy * g.strideH + dy
+                        let out = dst + 4 * j
+                        if iy < 0 || iy >= g.inHeight {
+                            for m in 0..<count { out[4 * m] = zx }
+                        } else {
+                            let row = plane + iy * g.inWidth
+                            let ix0 = ox * g.strideW + dx
+                            let lo = min(count, ix0 < 0 ? (-ix0 + g.strideW - 1) / g.strideW : 0)
+                            let hi = max(lo, ix0 >= g.inWidth ? 0 : min(count, (g.inWidth - 1 - ix0) / g.strideW + 1))
+                            for m in 0..<lo { out[4 * m] = zx }
+                            var src = row + ix0 + lo * g.strideW
+                            for m in lo..<hi {
+                                out[4 * m] = src.pointee
+                                src += g.strideW
+                            }
+                            for m in hi..<count { out[4 * m] = zx }
+                        }
+                        j += count
+                        ox = 0
+                        oy += 1
+                    }
+                    kk += 1
                 }
             }
-            // Padding rows of the last k-group meet zero weights; keep them defined.
-            var kk = k
-            while kk & 3 != 0 {
-                let dst = panel + (kk >> 2) * QS8Gemm.nr * 4 + (kk & 3)
-                for j in 0..<n { dst[4 * j] = 0 }
-                kk += 1
-            }
+        }
+        // Padding rows of the last k-group meet zero weights; keep them defined.
+        while kk & 3 != 0 {
+            let dst = panel + (kk >> 2) * QS8Gemm.nr * 4 + (kk & 3)
+            for j in 0..<n { dst[4 * j] = 0 }
+            kk += 1
         }
     }
 }

@@ -1,3 +1,7 @@
+#if GLIMPSE_VNNI
+import CGlimpseSIMD
+#endif
+
 /// Requantization of int32 sums to uint8, as ONNX QLinearConv / QLinearMatMul specify:
 /// `y = saturate(round_half_even(Float(acc + bias[c]) · scale[c]) + zeroPoint)`.
 ///
@@ -46,11 +50,10 @@ public struct Requantization: Sendable {
     /// Sixteen sums of channel `c` to sixteen bytes.
     @inlinable @inline(__always)
     public func store16(_ acc: SIMD16<Int32>, channel c: Int) -> SIMD16<UInt8> {
-        let f = SIMD16<Float>(acc &+ SIMD16<Int32>(repeating: bias[c])) * SIMD16<Float>(repeating: scale[c])
-        var r = f.rounded(.toNearestOrEven)
-        r = r.replacing(with: lower, where: r .< lower).replacing(with: upper, where: r .> upper)
-        let q = SIMD16<Int32>(r, rounding: .towardZero) &+ SIMD16<Int32>(repeating: zeroPoint)
-        return SIMD16<UInt8>(truncatingIfNeeded: q)
+        // Clamping before rounding equals rounding before clamping: the bounds are integers.
+        let f = simdFloat(acc &+ SIMD16<Int32>(repeating: bias[c])) * SIMD16<Float>(repeating: scale[c])
+        let r = simdClamp(f, SIMD16<Float>(repeating: lower), SIMD16<Float>(repeating: upper))
+        return simdNarrowU8(simdRoundToInt32(r) &+ SIMD16<Int32>(repeating: zeroPoint))
     }
 
     /// Stores the first `count` (≤ 16) bytes of `v` at `dst`.
@@ -59,7 +62,13 @@ public struct Requantization: Sendable {
         if count >= 16 {
             UnsafeMutableRawPointer(dst).storeBytes(of: v, as: SIMD16<UInt8>.self)
         } else {
-            for i in 0..<count { dst[i] = v[i] }
+#if GLIMPSE_VNNI
+            glimpse_store_u8_first(dst, unsafeBitCast(v, to: SIMD2<Int64>.self), Int32(max(count, 0)))
+#else
+            withUnsafeBytes(of: v) { bytes in
+                if let base = bytes.baseAddress { UnsafeMutableRawPointer(dst).copyMemory(from: base, byteCount: max(count, 0)) }
+            }
+#endif
         }
     }
 }

@@ -74,9 +74,7 @@ public struct QS8Gemv: Sendable {
     func store(_ acc: SIMD16<Int32>, column: Int, rq: RequantPointers, to dst: UnsafeMutablePointer<UInt8>, count: Int) {
         let bias = UnsafeRawPointer(rq.bias + column).loadUnaligned(as: SIMD16<Int32>.self)
         let scale = UnsafeRawPointer(rq.scale + column).loadUnaligned(as: SIMD16<Float>.self)
-        var r = (SIMD16<Float>(acc &+ bias) * scale).rounded(.toNearestOrEven)
-        r = r.replacing(with: rq.lower, where: r .< rq.lower).replacing(with: rq.upper, where: r .> rq.upper)
-        let q = SIMD16<Int32>(r, rounding: .towardZero) &+ rq.zeroPoint
-        RequantPointers.store(SIMD16<UInt8>(truncatingIfNeeded: q), to: dst, count: count)
+        let r = simdClamp(simdFloat(acc &+ bias) * scale, SIMD16<Float>(repeating: rq.lower), SIMD16<Float>(repeating: rq.upper))
+        RequantPointers.store(simdNarrowU8(simdRoundToInt32(r) &+ rq.zeroPoint), to: dst, count: count)
     }
 }

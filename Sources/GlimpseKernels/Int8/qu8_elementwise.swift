@@ -7,10 +7,9 @@ public func qu8_quantize_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointe
     let s = SIMD16<Float>(repeating: scale)
     var i = 0
     while i + 16 <= count {
-        var v = (UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self) / s).rounded(.toNearestOrEven)
-        v = v.replacing(with: lo, where: v .< lo).replacing(with: hi, where: v .> hi)
-        let q = SIMD16<Int32>(v, rounding: .towardZero) &+ zeroPoint
-        UnsafeMutableRawPointer(y + i).storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: q), as: SIMD16<UInt8>.self)
+        let v = simdClamp(UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self) / s, SIMD16<Float>(repeating: lo),
+                          SIMD16<Float>(repeating: hi))
+        UnsafeMutableRawPointer(y + i).storeBytes(of: simdNarrowU8(simdRoundToInt32(v) &+ zeroPoint), as: SIMD16<UInt8>.self)
         i += 16
     }
     while i < count { y[i] = qu8QuantizeReference(x[i], scale: scale, zeroPoint: zeroPoint); i += 1 }
@@ -29,8 +28,7 @@ public func qu8_dequantize_f32(_ x: UnsafePointer<UInt8>, _ y: UnsafeMutablePoin
     var i = 0
     let z = SIMD16<Int32>(repeating: zeroPoint), s = SIMD16<Float>(repeating: scale)
     while i + 16 <= count {
-        let q = SIMD16<Int32>(truncatingIfNeeded: UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<UInt8>.self))
-        UnsafeMutableRawPointer(y + i).storeBytes(of: SIMD16<Float>(q &- z) * s, as: SIMD16<Float>.self)
+        UnsafeMutableRawPointer(y + i).storeBytes(of: simdFloat(simdLoadU8(x + i) &- z) * s, as: SIMD16<Float>.self)
         i += 16
     }
     while i < count { y[i] = Float(Int32(x[i]) - zeroPoint) * scale; i += 1 }
@@ -60,12 +58,10 @@ public struct QU8Add: Sendable {
         let vra = SIMD16<Float>(repeating: ra), vrb = SIMD16<Float>(repeating: rb)
         var i = 0
         while i + 16 <= count {
-            let qa = SIMD16<Int32>(truncatingIfNeeded: UnsafeRawPointer(a + i).loadUnaligned(as: SIMD16<UInt8>.self))
-            let qb = SIMD16<Int32>(truncatingIfNeeded: UnsafeRawPointer(b + i).loadUnaligned(as: SIMD16<UInt8>.self))
-            var v = (SIMD16<Float>(qa &- vza) * vra).addingProduct(SIMD16<Float>(qb &- vzb), vrb).rounded(.toNearestOrEven)
-            v = v.replacing(with: lo, where: v .< lo).replacing(with: hi, where: v .> hi)
-            let q = SIMD16<Int32>(v, rounding: .towardZero) &+ zy
-            UnsafeMutableRawPointer(y + i).storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: q), as: SIMD16<UInt8>.self)
+            let qa = simdLoadU8(a + i), qb = simdLoadU8(b + i)
+            var v = (simdFloat(qa &- vza) * vra).addingProduct(simdFloat(qb &- vzb), vrb)
+            v = simdClamp(v, SIMD16<Float>(repeating: lo), SIMD16<Float>(repeating: hi))
+            UnsafeMutableRawPointer(y + i).storeBytes(of: simdNarrowU8(simdRoundToInt32(v) &+ zy), as: SIMD16<UInt8>.self)
             i += 16
         }
         while i < count { y[i] = reference(a[i], b[i]); i += 1 }
@@ -96,7 +92,7 @@ public struct QU8GlobalAveragePool: Sendable {
         var acc = SIMD16<Int32>()
         var i = 0
         while i + 16 <= count {
-            acc &+= SIMD16<Int32>(truncatingIfNeeded: UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<UInt8>.self))
+            acc &+= simdLoadU8(x + i)
             i += 16
         }
         var sum = acc.wrappedSum()

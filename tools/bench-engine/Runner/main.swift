@@ -100,6 +100,9 @@ func measure(path: String, threads: Int, batch: Int, seconds: Double) -> String?
             return "{\"model\": \"\(path)\", \"error\": \"\(error)\"}"
         }
         loaded[key] = model
+        for note in model.loadNotes {
+            FileHandle.standardError.write("\((path as NSString).lastPathComponent): \(note)\n".data(using: .utf8)!)
+        }
     }
     if model.inputs[0].shape.first != -1 && batch != 1 { return nil }
     var rng = SystemRandomNumberGenerator()
