@@ -57,9 +57,10 @@ GLIMPSE_INLINE __m512i glimpse_cvt_f32_i32_even_512(__m512 v) {
 GLIMPSE_INLINE __m128i glimpse_narrow_i32_u8_512(__m512i v) { return _mm512_cvtepi32_epi8(v); }
 /// Even (`odd` = 0) or odd (`odd` = 1) lanes of the 32 floats a, b (`vpermt2ps`).
 GLIMPSE_INLINE __m512 glimpse_deinterleave_f32_512(__m512 a, __m512 b, int odd) {
-    __m512i idx = _mm512_add_epi32(_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0),
-                                   _mm512_set1_epi32(odd));
-    return _mm512_permutex2var_ps(a, idx, b);
+    if (odd) {
+        return _mm512_permutex2var_ps(a, _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), b);
+    }
+    return _mm512_permutex2var_ps(a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b);
 }
 /// The first `count` (0...16) bytes of `v` to `p` (`vmovdqu8` with a mask).
 GLIMPSE_INLINE void glimpse_store_u8_first(void *p, __m128i v, int count) {

@@ -42,7 +42,9 @@ public final class Int8ConvOp: Operator {
         isDepthwise = inPerGroup == 1 && group == outChannels
         guard isDepthwise || group == 1 else { throw EngineError("grouped int8 convolutions are not supported") }
         if let ks = window.kernelShape, ks != kernel { throw EngineError("kernel_shape \(ks) does not match weights \(weights.shape)") }
-        if isDepthwise && kernel[0] * kernel[1] > QU8Depthwise.maxTaps { throw EngineError("depthwise window too large") }
+        if isDepthwise && (kernel[0] * kernel[1] > QU8Depthwise.maxTaps || !(1...2).contains(window.strides.last ?? 1)) {
+            throw EngineError("depthwise window larger than \(QU8Depthwise.maxTaps) taps or stride above 2")
+        }
     }
 
     public func prepare(constants: [Tensor?]) throws {
