@@ -53,11 +53,24 @@ public struct QU8Depthwise: Sendable {
     /// One channel: `x` its `[H][W]` plane, `w` its taps as floats, `y` its `[OH][OW]` output plane.
     public func runChannel(_ channel: Int, x: UnsafePointer<UInt8>, w: UnsafePointer<Float>, y: UnsafeMutablePointer<UInt8>,
                            requant rq: RequantPointers, scratch: UnsafeMutablePointer<Float>) {
-        fill(x, scratch)
-        if geometry.strideW == 2 {
-            compute(channel, w: w, y: y, requant: rq, scratch: scratch, stride2: true)
-        } else {
-            compute(channel, w: w, y: y, requant: rq, scratch: scratch, stride2: false)
+        runChannels(channel..<channel + 1, x: x - channel * geometry.inPixels, w: w - channel * geometry.kernelHeight * geometry.kernelWidth,
+                    y: y - channel * geometry.outPixels, requant: rq, scratch: scratch)
+    }
+
+    /// Channels `channels` of one image: `x` is `[C][H][W]`, `w` `[C][taps]`, `y` `[C][OH][OW]`. The
+    /// padding of the scratch plane is zeroed once for all of them.
+    public func runChannels(_ channels: Range<Int>, x: UnsafePointer<UInt8>, w: UnsafePointer<Float>, y: UnsafeMutablePointer<UInt8>,
+                            requant rq: RequantPointers, scratch: UnsafeMutablePointer<Float>) {
+        let g = geometry
+        let taps = g.kernelHeight * g.kernelWidth
+        zeroPadding(scratch)
+        for c in channels {
+            fill(x + c * g.inPixels, scratch)
+            if g.strideW == 2 {
+                compute(c, w: w + c * taps, y: y + c * g.outPixels, requant: rq, scratch: scratch, stride2: true)
+            } else {
+                compute(c, w: w + c * taps, y: y + c * g.outPixels, requant: rq, scratch: scratch, stride2: false)
+            }
         }
     }
 
@@ -126,20 +139,29 @@ public struct QU8Depthwise: Sendable {
         while i < count { p[i] = 0; i += 1 }
     }
 
-    /// The padded, centered copy of one input plane.
-    @inline(__always)
-    func fill(_ x: UnsafePointer<UInt8>, _ scratch: UnsafeMutablePointer<Float>) {
+    /// Zeroes the padding of the scratch plane: the rows above and below the input and the columns
+    /// left and right of it. `fill` writes only the input's part, so this holds for every channel.
+    func zeroPadding(_ scratch: UnsafeMutablePointer<Float>) {
         let g = geometry
         scratch.initialize(repeating: 0, count: g.padTop * planeWidth)
         let below = g.padTop + g.inHeight
         (scratch + below * planeWidth).initialize(repeating: 0, count: (rows - below) * planeWidth)
-        let zx = SIMD16<Float>(repeating: Float(inputZeroPoint)), zs = Float(inputZeroPoint)
         let end = g.padLeft + g.inWidth
         for iy in 0..<g.inHeight {
-            let src = x + iy * g.inWidth
             let row = scratch + (iy + g.padTop) * planeWidth
             zero(row, count: g.padLeft)
             zero(row + end, count: planeWidth - end)
+        }
+    }
+
+    /// The centered copy of one input plane into the padded scratch plane.
+    @inline(__always)
+    func fill(_ x: UnsafePointer<UInt8>, _ scratch: UnsafeMutablePointer<Float>) {
+        let g = geometry
+        let zx = SIMD16<Float>(repeating: Float(inputZeroPoint)), zs = Float(inputZeroPoint)
+        for iy in 0..<g.inHeight {
+            let src = x + iy * g.inWidth
+            let row = scratch + (iy + g.padTop) * planeWidth
             let dst = row + g.padLeft
             var ix = 0
             while ix + 16 <= g.inWidth {

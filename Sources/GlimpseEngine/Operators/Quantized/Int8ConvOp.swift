@@ -109,14 +109,18 @@ public final class Int8ConvOp: Operator {
         let inImage = g.inPixels * inPerGroup * group, outImage = g.outPixels * outChannels
         if isDepthwise, let dw = depthwiseWeights {
             let conv = QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint)
-            let taps = kernel[0] * kernel[1], channels = outChannels
+            let channels = outChannels
             let w = UnsafePointer(dw.bytes.assumingMemoryBound(to: Float.self))
+            // Tasks of several channels (the scratch padding is zeroed once per task), at least
+            // four per thread.
+            let chunk = max(1, min(16, channels / (4 * max(ctx.threads, 1))))
+            let chunks = (channels + chunk - 1) / chunk
             return ClosureKernel { pool in
                 withExtendedLifetime((requant, dw)) {
-                    pool.parallelTasks(batch * channels) { task, thread in
-                        let c = task % channels, n = task / channels
-                        conv.runChannel(c, x: src + n * inImage + c * g.inPixels, w: w + c * taps,
-                                        y: dst + n * outImage + c * g.outPixels, requant: rq, scratch: workspace + thread * per)
+                    pool.parallelTasks(batch * chunks) { task, thread in
+                        let c0 = (task % chunks) * chunk, n = task / chunks
+                        conv.runChannels(c0..<min(channels, c0 + chunk), x: src + n * inImage, w: w, y: dst + n * outImage,
+                                         requant: rq, scratch: workspace + thread * per)
                     }
                 }
             }
