@@ -90,14 +90,22 @@ public func qs8_gemm_8x32_avx512vnni(a: UnsafePointer<Int8>, panel: UnsafePointe
         pb += 128
     }
     let n1 = n - 16
-    @inline(__always) func row(_ r: Int, _ lo: SIMD16<Int32>, _ hi: SIMD16<Int32>) {
-        guard r < rows else { return }
-        let dst = c + r * ldc
-        RequantPointers.store(rq.store16(lo, channel: row0 + r), to: dst, count: 16)
-        RequantPointers.store(rq.store16(hi, channel: row0 + r), to: dst + 16, count: n1)
-    }
-    row(0, c00, c01); row(1, c10, c11); row(2, c20, c21); row(3, c30, c31)
-    row(4, c40, c41); row(5, c50, c51); row(6, c60, c61); row(7, c70, c71)
+    storeRow(c00, c01, c, row0, n1, rq)
+    if rows > 1 { storeRow(c10, c11, c + ldc, row0 + 1, n1, rq) }
+    if rows > 2 { storeRow(c20, c21, c + 2 * ldc, row0 + 2, n1, rq) }
+    if rows > 3 { storeRow(c30, c31, c + 3 * ldc, row0 + 3, n1, rq) }
+    if rows > 4 { storeRow(c40, c41, c + 4 * ldc, row0 + 4, n1, rq) }
+    if rows > 5 { storeRow(c50, c51, c + 5 * ldc, row0 + 5, n1, rq) }
+    if rows > 6 { storeRow(c60, c61, c + 6 * ldc, row0 + 6, n1, rq) }
+    if rows > 7 { storeRow(c70, c71, c + 7 * ldc, row0 + 7, n1, rq) }
+}
+
+/// One output row of 32 columns (16 + `n1`), requantized for channel `channel`.
+@inline(__always)
+func storeRow(_ lo: SIMD16<Int32>, _ hi: SIMD16<Int32>, _ dst: UnsafeMutablePointer<UInt8>, _ channel: Int, _ n1: Int,
+              _ rq: RequantPointers) {
+    RequantPointers.store(rq.store16(lo, channel: channel), to: dst, count: 16)
+    RequantPointers.store(rq.store16(hi, channel: channel), to: dst + 16, count: n1)
 }
 
 public func qs8_gemm_8x16_avx512vnni(a: UnsafePointer<Int8>, panel: UnsafePointer<UInt8>, groups: Int, rows: Int, row0: Int,
@@ -118,9 +126,12 @@ public func qs8_gemm_8x16_avx512vnni(a: UnsafePointer<Int8>, panel: UnsafePointe
         pa += 32
         pb += 128
     }
-    @inline(__always) func row(_ r: Int, _ v: SIMD16<Int32>) {
-        guard r < rows else { return }
-        RequantPointers.store(rq.store16(v, channel: row0 + r), to: c + r * ldc, count: n)
-    }
-    row(0, c0); row(1, c1); row(2, c2); row(3, c3); row(4, c4); row(5, c5); row(6, c6); row(7, c7)
+    RequantPointers.store(rq.store16(c0, channel: row0), to: c, count: n)
+    if rows > 1 { RequantPointers.store(rq.store16(c1, channel: row0 + 1), to: c + ldc, count: n) }
+    if rows > 2 { RequantPointers.store(rq.store16(c2, channel: row0 + 2), to: c + 2 * ldc, count: n) }
+    if rows > 3 { RequantPointers.store(rq.store16(c3, channel: row0 + 3), to: c + 3 * ldc, count: n) }
+    if rows > 4 { RequantPointers.store(rq.store16(c4, channel: row0 + 4), to: c + 4 * ldc, count: n) }
+    if rows > 5 { RequantPointers.store(rq.store16(c5, channel: row0 + 5), to: c + 5 * ldc, count: n) }
+    if rows > 6 { RequantPointers.store(rq.store16(c6, channel: row0 + 6), to: c + 6 * ldc, count: n) }
+    if rows > 7 { RequantPointers.store(rq.store16(c7, channel: row0 + 7), to: c + 7 * ldc, count: n) }
 }
