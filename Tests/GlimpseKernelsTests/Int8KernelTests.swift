@@ -188,6 +188,14 @@ final class Int8KernelTests: XCTestCase {
             let scale = 0.01 + abs(rng.float()) * 0.05, zp = Int32(rng.int(0...255))
             qu8_quantize_f32(f.f32, y.u8, count: n, scale: scale, zeroPoint: zp)
             XCTAssertEqual(y.bytes, (0..<n).map { qu8QuantizeReference(f.f32[$0], scale: scale, zeroPoint: zp) }, "quantize, trial \(trial)")
+
+            // Centered floats (q − zp, the fp32 fallback's form) to uint8 and back, clamped to the range.
+            for i in 0..<n { f.f32[i] = Float(rng.int(-300...300)) }
+            qu8_from_centered_f32(f.f32, y.u8, count: n, zeroPoint: zp)
+            XCTAssertEqual(y.bytes, (0..<n).map { UInt8(min(max(Int32(f.f32[$0]) + zp, 0), 255)) }, "to uint8, trial \(trial)")
+            let back = Bytes(4 * n)
+            qu8_to_centered_f32(y.u8, back.f32, count: n, zeroPoint: zp)
+            for i in 0..<n { XCTAssertEqual(back.f32[i], Float(Int32(y.u8[i]) - zp), "to centered, trial \(trial)") }
         }
     }
 }

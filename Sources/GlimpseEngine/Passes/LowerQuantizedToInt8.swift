@@ -23,11 +23,14 @@ public enum LowerQuantizedToInt8 {
         var nodes: [Graph.Node] = []
         nodes.reserveCapacity(graph.nodes.count)
         var fallbacks: [String] = []
+        var converted = [Int: Int]()   // value → its converted copy (one converter per value)
 
         /// Input `v` as uint8 (converting a centered float value with zero point `zp`).
         func asU8(_ v: Int, zp: Int32, name: String) -> Int {
             if zeroPoint[v] != nil || graph.isConstant(v) { return v }
+            if let c = converted[v] { return c }
             let out = graph.addValue(name: graph.values[v].name + "_u8")
+            converted[v] = out
             nodes.append(Graph.Node(op: U8CenteredConvertOp(toU8: true, zeroPoint: zp), inputs: [v], outputs: [out], name: name + "_to_u8"))
             zeroPoint[out] = zp
             return out
@@ -35,7 +38,9 @@ public enum LowerQuantizedToInt8 {
         /// Input `v` as a centered float (converting a uint8 value).
         func asCentered(_ v: Int, name: String) -> Int {
             guard let zp = zeroPoint[v] else { return v }
+            if let c = converted[v] { return c }
             let out = graph.addValue(name: graph.values[v].name + "_centered")
+            converted[v] = out
             nodes.append(Graph.Node(op: U8CenteredConvertOp(toU8: false, zeroPoint: zp), inputs: [v], outputs: [out], name: name + "_centered"))
             return out
         }

@@ -105,7 +105,14 @@ public struct QU8GlobalAveragePool: Sendable {
 /// from uint8.
 public func qu8_from_centered_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<UInt8>, count: Int, zeroPoint: Int32) {
     let lo = Float(-zeroPoint), hi = Float(255 - zeroPoint)
-    for i in 0..<count {
+    var i = 0
+    while i + 16 <= count {
+        let v = simdClamp(UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self), SIMD16<Float>(repeating: lo),
+                          SIMD16<Float>(repeating: hi))
+        UnsafeMutableRawPointer(y + i).storeBytes(of: simdNarrowU8(simdRoundToInt32(v) &+ zeroPoint), as: SIMD16<UInt8>.self)
+        i += 16
+    }
+    for i in i..<count {
         var v = x[i].rounded(.toNearestOrEven)
         if v.isNaN { v = 0 }
         y[i] = UInt8(truncatingIfNeeded: Int32(min(max(v, lo), hi)) + zeroPoint)
@@ -113,5 +120,10 @@ public func qu8_from_centered_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutableP
 }
 
 public func qu8_to_centered_f32(_ x: UnsafePointer<UInt8>, _ y: UnsafeMutablePointer<Float>, count: Int, zeroPoint: Int32) {
-    for i in 0..<count { y[i] = Float(Int32(x[i]) - zeroPoint) }
+    var i = 0
+    while i + 16 <= count {
+        UnsafeMutableRawPointer(y + i).storeBytes(of: simdFloat(simdLoadU8(x + i) &- zeroPoint), as: SIMD16<Float>.self)
+        i += 16
+    }
+    for i in i..<count { y[i] = Float(Int32(x[i]) - zeroPoint) }
 }
