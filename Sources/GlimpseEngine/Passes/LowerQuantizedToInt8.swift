@@ -18,7 +18,13 @@ import GlimpseTensor
 public enum LowerQuantizedToInt8 {
     struct Unsupported: Error { let reason: String; init(_ r: String) { reason = r } }
 
-    public static func run(_ graph: Graph) {
+    public static func run(_ graph: Graph, enabled: Bool = int8KernelsAccelerated) {
+        guard enabled else {
+            if graph.nodes.contains(where: { $0.op is QLinearPlaceholderOp || $0.op is QLinearAddOp }) {
+                graph.notes.append("quantized nodes run on the fp32 lowering: this build has no AVX-512 VNNI int8 kernels")
+            }
+            return
+        }
         var zeroPoint = [Int: Int32]()   // values held as uint8 → their zero point
         var nodes: [Graph.Node] = []
         nodes.reserveCapacity(graph.nodes.count)

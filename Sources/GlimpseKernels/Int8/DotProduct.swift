@@ -31,3 +31,14 @@ public func dpbusdReference(_ acc: Int32, _ u8: UInt32, _ s8: UInt32) -> Int32 {
     }
     return sum
 }
+
+/// Whether the int8 kernels run on `vpdpbusd` and single-instruction lane conversions. Without VNNI
+/// they run a portable form that gives the same results far more slowly, and the engine keeps
+/// quantized graphs on its fp32 lowering instead (`LowerQuantizedToInt8`).
+public let int8KernelsAccelerated: Bool = {
+#if GLIMPSE_VNNI
+    return true
+#else
+    return false
+#endif
+}()
