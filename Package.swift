@@ -111,7 +111,7 @@ let package = Package(
         // Engine benchmark runner (tools/bench-engine/run.sh compares it with onnxruntime).
         .executableTarget(
             name: "bench-engine",
-            dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor"],
+            dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseKernels", "GlimpseTensor"],
             path: "tools/bench-engine/Runner",
             swiftSettings: computeSettings
         ),
