@@ -4,16 +4,26 @@ import PackageDescription
 
 // SIMD kernels need an explicit CPU target: without one, `addProduct` lowers to calls of `fmaf`.
 // GLIMPSE_TARGET_CPU overrides the choice (e.g. `haswell` for valgrind, which rejects AVX-512).
-// Otherwise AVX-512 is used when the build machine has it, else AVX2.
+// Otherwise the build machine decides: an AVX-512 target with VNNI (`vpdpbusd`, the int8 kernels)
+// when /proc/cpuinfo lists avx512_vnni, plain AVX-512 without it, else AVX2. The binary then runs
+// only on CPUs with those features (see README "Build configurations").
 func targetCPU() -> String {
     if let cpu = ProcessInfo.processInfo.environment["GLIMPSE_TARGET_CPU"], !cpu.isEmpty { return cpu }
-    if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8), info.contains(" avx512f ") {
-        return "skylake-avx512"
+    guard let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return "haswell" }
+    let flags = Set(info.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map(String.init))
+    if flags.contains("avx512_vnni") && flags.contains("avx512bw") {
+        return info.contains("AuthenticAMD") ? "znver4" : "icelake-server"
     }
+    if flags.contains("avx512f") { return "skylake-avx512" }
     return "haswell"
 }
 
-let cpuFlags: [String] = ["-target-cpu", targetCPU()]
+let cpu = targetCPU()
+/// Whether the chosen target has AVX-512 VNNI. Swift code tests `GLIMPSE_VNNI` (`#if`); the C header
+/// tests the compiler's own `__AVX512VNNI__`, which `-Xcc -march` sets for the Clang importer.
+let vnniCPUs: Set<String> = ["znver4", "znver5", "icelake-server", "icelake-client", "cascadelake", "cooperlake",
+                             "sapphirerapids", "emeraldrapids", "graniterapids", "tigerlake", "rocketlake"]
+let cpuFlags: [String] = ["-target-cpu", cpu, "-Xcc", "-march=\(cpu)"] + (vnniCPUs.contains(cpu) ? ["-DGLIMPSE_VNNI"] : [])
 // Compute targets are optimized in every configuration (debug too), so `swift test` in debug
 // runs real kernels at full speed. See README "Build configurations".
 let computeSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags + ["-O", "-enforce-exclusivity=unchecked"])]
@@ -47,10 +57,12 @@ let package = Package(
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // Header-only intrinsic wrappers (`vpdpbusd`, `vpmaddubsw` + `vpmaddwd`) for the int8 kernels.
+        .systemLibrary(name: "CGlimpseSIMD", path: "Sources/CGlimpseSIMD"),
 
         // Compute layers.
         .target(name: "GlimpseTensor", swiftSettings: computeSettings),
-        .target(name: "GlimpseKernels", dependencies: ["GlimpseTensor"], swiftSettings: computeSettings),
+        .target(name: "GlimpseKernels", dependencies: ["GlimpseTensor", "CGlimpseSIMD"], swiftSettings: computeSettings),
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine"], swiftSettings: computeSettings),
         .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
@@ -99,7 +111,7 @@ let package = Package(
         // Engine benchmark runner (tools/bench-engine/run.sh compares it with onnxruntime).
         .executableTarget(
             name: "bench-engine",
-            dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor"],
+            dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseKernels", "GlimpseTensor"],
             path: "tools/bench-engine/Runner",
             swiftSettings: computeSettings
         ),

@@ -68,6 +68,13 @@ public final class CompiledModel: @unchecked Sendable {
     /// True when the graph declared a fixed batch of 1 and `EngineOptions.widenFixedBatch` made it
     /// dynamic (its input and output specs then report dimension 0 as -1).
     public let widenedBatch: Bool
+    /// Remarks of the load-time passes, for the load log (which quantized nodes run in int8 and
+    /// which were left in fp32, and why).
+    public var loadNotes: [String] { graph.notes }
+    /// Operators that run int8 kernels (convolutions, matrix products, adds, pools).
+    public var int8Operators: Int {
+        graph.nodes.filter { $0.op is Int8ConvOp || $0.op is Int8MatMulOp || $0.op is Int8AddOp || $0.op is Int8GlobalAveragePoolOp }.count
+    }
     let graph: Graph
     /// CPU time used so far by this model's engine worker threads (the calling thread excluded).
     public func engineThreadsCPUNanos() -> UInt64 { pool.workerCPUTimeNanos() }

@@ -98,11 +98,13 @@ final class QDQFusionTests: XCTestCase {
     func testConvolutionRunsInIntegersAndTheReshapeOnQuantizedValues() throws {
         let g = try graph()
         try GraphOptimizer.optimize(g)
-        let convs = g.nodes.compactMap { $0.op as? ConvOp }
-        XCTAssertEqual(convs.count, 1)
-        XCTAssertNotNil(convs.first?.outputScale, "the convolution requantizes in its store")
-        let quantizers = g.nodes.filter { $0.op is QuantizeOp }.map(\.name)
+        // The fused QLinearConv runs as an int8 operator (uint8 activations, requantized in its store).
+        XCTAssertEqual(g.nodes.filter { $0.op is Int8ConvOp }.count, 1)
+        XCTAssertTrue(g.nodes.allSatisfy { !($0.op is ConvOp) })
+        let quantizers = g.nodes.filter { $0.op is QuantizeOp || $0.op is QuantizeU8Op }.map(\.name)
         XCTAssertEqual(quantizers, ["qx", "dqr"], "only the input's Q and the output's DQ are left")
+        XCTAssertTrue(g.nodes.first { $0.name == "qx" }?.op is QuantizeU8Op, "the input is quantized to uint8")
+        XCTAssertEqual(g.notes, ["1 quantized nodes run in int8, 0 in fp32"])
 
         let model = try CompiledModel(graph: g, options: EngineOptions(threads: 1))
         for seed in 0..<4 {

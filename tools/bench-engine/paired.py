@@ -71,7 +71,8 @@ def main():
                 ratios = sorted(x["median_ms"] / y["median_ms"] for x, y in zip(g, o))
                 ran = "/".join(sorted(set(x["split"] for x in g))) if b > 1 else "-"
                 print(f"| {g[0]['model']} | {b} | {t} | {ran} | {gm:.2f} | {b / gm * 1000:.1f} "
-                      f"| {statistics.median(x['gflops'] for x in g):.1f} | {statistics.median(x['pct_peak'] for x in g):.1f} "
+                      f"| {statistics.median(x['gflops'] for x in g):.1f} | {statistics.median(x['pct_peak'] for x in g):.1f}"
+                      f"{' int8' if g[0].get('peak') == 'int8' else ''} "
                       f"| {om:.2f} | {gm / om:.2f} | **{statistics.median(ratios):.2f}** ({ratios[0]:.2f}–{ratios[-1]:.2f}) |",
                       flush=True)
     for p in engines.values():

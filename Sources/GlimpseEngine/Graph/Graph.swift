@@ -33,6 +33,8 @@ public final class Graph {
     public var inputs: [(value: Int, spec: TensorSpec)] = []
     /// Graph outputs with the dtype callers receive (float16 outputs are converted on exit).
     public var outputs: [(value: Int, dtype: DType)] = []
+    /// Remarks of the load-time passes for the load log (e.g. quantized nodes left in fp32).
+    public var notes: [String] = []
 
     public init(name: String) { self.name = name }
 
@@ -78,6 +80,7 @@ public final class Graph {
         g.nodes = nodes
         g.inputs = inputs
         g.outputs = outputs
+        g.notes = notes
         return g
     }
 }

@@ -5,6 +5,7 @@ public enum GraphOptimizer {
     public static func optimize(_ graph: Graph) throws {
         FuseQDQ.run(graph)
         try ConstantFolding.run(graph)
+        LowerQuantizedToInt8.run(graph)
         try LowerQuantizedOps.run(graph)
         try FoldBatchNorm.run(graph)
         try FuseConvBias.run(graph)

@@ -46,6 +46,10 @@ public final class ModelRegistry: @unchecked Sendable {
             throw ServingError.modelUnavailable("model file \(metadata.file) not found")
         }
         let compiled = try ONNXLoader.load(path: path, options: EngineOptions(threads: configuration.engineThreads, widenFixedBatch: true))
+        // Which quantized nodes run in int8 and which stayed in fp32 (and why).
+        for note in compiled.loadNotes {
+            logger.info("engine: \(note)", metadata: ["model": "\(metadata.name)"])
+        }
         guard let output = compiled.outputs.first else { throw EngineError("model \(metadata.name) has no outputs") }
         let classes = output.shape.dropFirst().reduce(1) { $0 * max(1, $1) }
         let labels = LabelLoader.load(metadata: metadata, directory: directory, classes: classes)

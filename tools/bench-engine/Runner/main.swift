@@ -4,7 +4,8 @@
 //                     [--split auto|always|never] MODEL.onnx...
 //        bench-engine --serve [--widen] [--split auto|always|never]
 // Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak, and
-// split (how batches of several items ran: "split" into single items, "whole", or "-").
+// split (how batches of several items ran: "split" into single items, "whole", or "-"), and peak
+// ("int8" when the model runs int8 kernels: pct_peak then divides by the measured int8 peak).
 // --split sets `EngineOptions.batchSplitting` (default auto: the engine times both ways on its first
 // runs of each batch size, which the warm-up covers).
 // --widen loads with `EngineOptions.widenFixedBatch`, so fixed-batch-1 models that pass the check
@@ -14,6 +15,7 @@
 // measurement).
 import Foundation
 import GlimpseEngine
+import GlimpseKernels
 import GlimpseONNX
 import GlimpseTensor
 
@@ -77,7 +79,39 @@ func measurePeakPerCore() -> Double {
     return best
 }
 
+/// Single-core int8 peak measured here and now: 16 independent `vpdpbusd` chains (u8 × s8 → s32,
+/// 64 multiply-adds each, counted as 128 operations) for about 0.3 s. Models whose quantized nodes
+/// run the int8 kernels report "% of peak" against this one ("peak": "int8" in their JSON line).
+func measureInt8PeakPerCore() -> Double {
+    var acc = [SIMD16<Int32>](repeating: SIMD16<Int32>(), count: 16)
+    let u = SIMD16<Int32>(repeating: 0x0102_0304), s = SIMD16<Int32>(repeating: 0x0101_0101)
+    var best = 0.0
+    for _ in 0..<3 {
+        let steps = 1_000_000
+        let t0 = now()
+        acc.withUnsafeMutableBufferPointer { v in
+            var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
+            var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11], x12 = v[12], x13 = v[13], x14 = v[14], x15 = v[15]
+            for _ in 0..<steps {
+                x0 = dpbusd(x0, u, s); x1 = dpbusd(x1, u, s); x2 = dpbusd(x2, u, s); x3 = dpbusd(x3, u, s)
+                x4 = dpbusd(x4, u, s); x5 = dpbusd(x5, u, s); x6 = dpbusd(x6, u, s); x7 = dpbusd(x7, u, s)
+                x8 = dpbusd(x8, u, s); x9 = dpbusd(x9, u, s); x10 = dpbusd(x10, u, s); x11 = dpbusd(x11, u, s)
+                x12 = dpbusd(x12, u, s); x13 = dpbusd(x13, u, s); x14 = dpbusd(x14, u, s); x15 = dpbusd(x15, u, s)
+            }
+            v[0] = x0 &+ x1 &+ x2 &+ x3 &+ x4 &+ x5 &+ x6 &+ x7 &+ x8 &+ x9 &+ x10 &+ x11 &+ x12 &+ x13 &+ x14 &+ x15
+        }
+        let dt = now() - t0
+        best = max(best, Double(steps) * 16 * 64 * 2 / dt / 1e9)
+    }
+    if acc[0].wrappedSum() == 42 { print("") }  // keeps the loop's result alive
+    return best
+}
+
 let peakPerCore = measurePeakPerCore()
+let int8PeakPerCore = int8KernelsAccelerated ? measureInt8PeakPerCore() : 0
+if int8KernelsAccelerated {
+    FileHandle.standardError.write("measured single-core int8 peak: \(String(format: "%.1f", int8PeakPerCore)) GOP/s\n".data(using: .utf8)!)
+}
 FileHandle.standardError.write("measured single-core peak: \(String(format: "%.1f", peakPerCore)) GFLOP/s\n".data(using: .utf8)!)
 
 /// Loaded models by (path, threads) and the inputs and warm state per batch, so `--serve` requests
@@ -100,6 +134,9 @@ func measure(path: String, threads: Int, batch: Int, seconds: Double) -> String?
             return "{\"model\": \"\(path)\", \"error\": \"\(error)\"}"
         }
         loaded[key] = model
+        for note in model.loadNotes {
+            FileHandle.standardError.write("\((path as NSString).lastPathComponent): \(note)\n".data(using: .utf8)!)
+        }
     }
     if model.inputs[0].shape.first != -1 && batch != 1 { return nil }
     var rng = SystemRandomNumberGenerator()
@@ -131,11 +168,12 @@ func measure(path: String, threads: Int, batch: Int, seconds: Double) -> String?
         times.sort()
         let median = times[times.count / 2]
         let gflops = Double(model.flopsPerImage * batch) / median / 1e9
-        let pct = gflops / (peakPerCore * Double(threads)) * 100
+        let int8 = model.int8Operators > 0 && int8PeakPerCore > 0
+        let pct = gflops / ((int8 ? int8PeakPerCore : peakPerCore) * Double(threads)) * 100
         let split = model.splitsBatches(of: batch, threads: threads).map { $0 ? "split" : "whole" } ?? "-"
-        return String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\"}",
+        return String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\", \"peak\": \"%@\"}",
                       (path as NSString).lastPathComponent, batch, threads, median * 1000, Double(batch) / median,
-                      gflops, pct, times.count, split)
+                      gflops, pct, times.count, split, int8 ? "int8" : "fp32")
     } catch {
         return "{\"model\": \"\(path)\", \"error\": \"\(error)\"}"
     }

@@ -52,6 +52,12 @@ public final class QuantizeOp: Operator {
                 }
             }
         }
+        if x.dtype == .uint8 && !quantize && p.isPerTensor {
+            // uint8 activations of the int8 operators.
+            let src = UnsafePointer(x.pointer(as: UInt8.self)), n = x.count
+            let s = p.scale(0), z = Int32(p.zeroPoint(0))
+            return ClosureKernel { _ in qu8_dequantize_f32(src, out, count: n, scale: s, zeroPoint: z) }
+        }
         if x.dtype == .float32 {
             // Runtime values: centered integers to dequantize, or floats to quantize.
             let src = UnsafePointer(x.f32)

@@ -1,0 +1,111 @@
+#ifndef GLIMPSE_SIMD_SHIM_H
+#define GLIMPSE_SIMD_SHIM_H
+
+// Intrinsic wrappers for the int8 kernels of GlimpseKernels. Plain Swift SIMD code does not select
+// `vpdpbusd` (nor `vpmaddubsw` / `vpmaddwd`); these static inline functions are inlined into the
+// Swift loops that call them, so the micro-kernels themselves stay in Swift.
+//
+// Each group exists only when the compiler targets the instruction set it needs (Package.swift
+// passes the target CPU to the Clang importer with -Xcc -march=...), so the package builds for
+// AVX2-only targets. Swift code selects the same path with `#if GLIMPSE_VNNI`.
+//
+// `__m512i` / `__m256i` arrive in Swift as SIMD8<Int64> / SIMD4<Int64>.
+
+#include <immintrin.h>
+
+#define GLIMPSE_INLINE static inline __attribute__((always_inline))
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define GLIMPSE_SIMD_HAS_VNNI512 1
+/// vpdpbusd: each 32-bit lane of `acc` gains the sum of the four products of the unsigned bytes of
+/// `u8` with the signed bytes of `s8` in that lane. Exact (no intermediate saturation).
+GLIMPSE_INLINE __m512i glimpse_dpbusd_512(__m512i acc, __m512i u8, __m512i s8) {
+    return _mm512_dpbusd_epi32(acc, u8, s8);
+}
+#endif
+
+#if defined(__AVX512BW__)
+#define GLIMPSE_SIMD_HAS_AVX512BW 1
+/// Four bytes broadcast to all sixteen 32-bit lanes.
+GLIMPSE_INLINE __m512i glimpse_broadcast32_512(int value) { return _mm512_set1_epi32(value); }
+
+/// Interleaves 16 bytes from each of four rows into 64 bytes: for pixel j, bytes
+/// (r0[j], r1[j], r2[j], r3[j]). This packs four input channels per 32-bit lane for `vpdpbusd`.
+GLIMPSE_INLINE __m512i glimpse_interleave4x16_u8(const void *r0, const void *r1, const void *r2, const void *r3) {
+    __m128i a = _mm_loadu_si128((const __m128i *)r0), b = _mm_loadu_si128((const __m128i *)r1);
+    __m128i c = _mm_loadu_si128((const __m128i *)r2), d = _mm_loadu_si128((const __m128i *)r3);
+    __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    __m512i out = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
+    out = _mm512_inserti32x4(out, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
+    out = _mm512_inserti32x4(out, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
+    out = _mm512_inserti32x4(out, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
+    return out;
+}
+#endif
+
+#if defined(__AVX512F__)
+#define GLIMPSE_SIMD_HAS_AVX512F 1
+// Conversions the Swift standard library leaves to out-of-line generic code for SIMD16.
+/// int32 → float32 (`vcvtdq2ps`).
+GLIMPSE_INLINE __m512 glimpse_cvt_i32_f32_512(__m512i v) { return _mm512_cvtepi32_ps(v); }
+/// float32 → int32, rounding half to even (`vcvtps2dq` with an explicit rounding mode).
+GLIMPSE_INLINE __m512i glimpse_cvt_f32_i32_even_512(__m512 v) {
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/// The low byte of each int32 lane (`vpmovdb`).
+GLIMPSE_INLINE __m128i glimpse_narrow_i32_u8_512(__m512i v) { return _mm512_cvtepi32_epi8(v); }
+/// Even (`odd` = 0) or odd (`odd` = 1) lanes of the 32 floats a, b (`vpermt2ps`).
+GLIMPSE_INLINE __m512 glimpse_deinterleave_f32_512(__m512 a, __m512 b, int odd) {
+    if (odd) {
+        return _mm512_permutex2var_ps(a, _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), b);
+    }
+    return _mm512_permutex2var_ps(a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b);
+}
+/// The first `count` (0...16) bytes of `v` to `p` (`vmovdqu8` with a mask).
+GLIMPSE_INLINE void glimpse_store_u8_first(void *p, __m128i v, int count) {
+    _mm_mask_storeu_epi8(p, (__mmask16)((1u << count) - 1u), v);
+}
+/// The first `count` (0...16) bytes at `p` zero-extended to int32 lanes, zeros after them.
+GLIMPSE_INLINE __m512i glimpse_load_u8_i32_first(const void *p, int count) {
+    return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((__mmask16)((1u << count) - 1u), p));
+}
+/// The first `count` (0...16) floats of `v` to `p`.
+GLIMPSE_INLINE void glimpse_store_f32_first(float *p, __m512 v, int count) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << count) - 1u), v);
+}
+/// Sixteen bytes zero-extended to int32 lanes (`vpmovzxbd`).
+GLIMPSE_INLINE __m512i glimpse_load_u8_i32_512(const void *p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+#endif
+
+#if defined(__AVX2__)
+#define GLIMPSE_SIMD_HAS_AVX2 1
+/// The pre-VNNI sequence: `vpmaddubsw` (u8 × s8 pairs summed to saturating int16) then `vpmaddwd`
+/// with ones (int16 pairs summed to int32), added to `acc`. Equal to `vpdpbusd` unless a pair sum
+/// leaves the int16 range (possible only when both weights of a pair are near ±128 and both
+/// activations near 255); the int8 kernels use it only for weights quantized to 7 bits.
+GLIMPSE_INLINE __m256i glimpse_maddubs_madd_256(__m256i acc, __m256i u8, __m256i s8) {
+    __m256i pairs = _mm256_maddubs_epi16(u8, s8);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+/// Exact u8 × s8 dot products of four bytes per 32-bit lane without VNNI: bytes widened to int16
+/// (`vpmovzxbw` / `vpmovsxbw`), then `vpmaddwd`, whose products and pair sums cannot overflow.
+GLIMPSE_INLINE __m256i glimpse_dpbusd_exact_256(__m256i acc, __m256i u8, __m256i s8) {
+    __m256i ulo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(u8));
+    __m256i uhi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(u8, 1));
+    __m256i slo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(s8));
+    __m256i shi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(s8, 1));
+    // Pair sums per 32-bit lane of the widened halves: lane j of lo/hi holds bytes 4j..4j+3 as two pairs.
+    __m256i plo = _mm256_madd_epi16(ulo, slo);   // 8 lanes: pairs (0,1),(2,3),(4,5),...
+    __m256i phi = _mm256_madd_epi16(uhi, shi);
+    // Adjacent pair sums belong to one 4-byte group: hadd adds them, within 128-bit halves.
+    __m256i sums = _mm256_hadd_epi32(plo, phi);
+    sums = _mm256_permute4x64_epi64(sums, 0xD8);
+    return _mm256_add_epi32(acc, sums);
+}
+#endif
+
+#endif

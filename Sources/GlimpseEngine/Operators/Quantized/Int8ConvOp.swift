@@ -1,0 +1,142 @@
+import GlimpseKernels
+import GlimpseTensor
+
+/// QLinearConv on uint8 activations and int8 weights (per-tensor or per-channel scale, weight zero
+/// point 0), output uint8. Built by `LowerQuantizedToInt8` with all quantization parameters resolved.
+///
+/// - depthwise (one input and one output channel per group): `QU8Depthwise`, per channel plane;
+/// - group 1: `QS8Conv`, a u8 × s8 GEMM over tiles of 32 output pixels (1×1 convolutions read the
+///   input rows, others an im2col panel).
+///
+/// Requantization (bias, zero-point correction, per-channel scale, output zero point, clamp) happens
+/// in the kernels' stores.
+public final class Int8ConvOp: Operator {
+    public var opType: String { "QLinearConv" }
+    public let window: WindowAttributes
+    public let group: Int
+    let weights: Tensor
+    let requantization: Requantization
+    let inputZeroPoint: UInt8
+    let outChannels: Int
+    let inPerGroup: Int
+    let kernel: [Int]
+    public let isDepthwise: Bool
+    private var packed: TensorStorage?
+    private var depthwiseWeights: TensorStorage?
+    private var requant: RequantStorage?
+
+    /// `weights` int8 `[Cout, Cin/group, KH, KW]`; `requantization.bias` is the model's bias (in
+    /// units of `sx·sw[c]`), the zero-point correction is added in `prepare`.
+    public init(window: WindowAttributes, group: Int, weights: Tensor, inputZeroPoint: UInt8, requantization: Requantization) throws {
+        guard weights.dtype == .int8, weights.shape.rank == 4 else { throw EngineError("weights must be int8 [Cout, Cin/group, KH, KW]") }
+        guard group >= 1, weights.shape[0] % group == 0 else { throw EngineError("Cout \(weights.shape[0]) not divisible by group \(group)") }
+        guard requantization.bias.count == weights.shape[0] else { throw EngineError("one bias and scale per output channel expected") }
+        self.window = window
+        self.group = group
+        self.weights = weights
+        self.inputZeroPoint = inputZeroPoint
+        self.requantization = requantization
+        outChannels = weights.shape[0]
+        inPerGroup = weights.shape[1]
+        kernel = [weights.shape[2], weights.shape[3]]
+        isDepthwise = inPerGroup == 1 && group == outChannels
+        guard isDepthwise || group == 1 else { throw EngineError("grouped int8 convolutions are not supported") }
+        if let ks = window.kernelShape, ks != kernel { throw EngineError("kernel_shape \(ks) does not match weights \(weights.shape)") }
+        if isDepthwise && (kernel[0] * kernel[1] > QU8Depthwise.maxTaps || !(1...2).contains(window.strides.last ?? 1)) {
+            throw EngineError("depthwise window larger than \(QU8Depthwise.maxTaps) taps or stride above 2")
+        }
+    }
+
+    public func prepare(constants: [Tensor?]) throws {
+        guard packed == nil && depthwiseWeights == nil else { return }
+        let w = UnsafePointer(weights.pointer(as: Int8.self))
+        let k = inPerGroup * kernel[0] * kernel[1]
+        var r = requantization
+        if isDepthwise {
+            let taps = kernel[0] * kernel[1]
+            let d = TensorStorage(byteCount: outChannels * taps * 4)
+            let f = d.bytes.assumingMemoryBound(to: Float.self)
+            for i in 0..<outChannels * taps { f[i] = Float(w[i]) }
+            depthwiseWeights = d
+        } else {
+            let storage = TensorStorage(byteCount: QS8Gemm.packedACount(m: outChannels, k: k))
+            QS8Gemm.packA(w, m: outChannels, k: k, into: storage.bytes.assumingMemoryBound(to: Int8.self))
+            packed = storage
+            // The GEMM sums raw u8 inputs: Σ w·(x − zx) = Σ w·x − zx·Σw.
+            let sums = QS8Gemm.rowSums(w, m: outChannels, k: k)
+            for c in 0..<outChannels { r.bias[c] = r.bias[c] &- Int32(inputZeroPoint) &* sums[c] }
+        }
+        requant = RequantStorage(r)
+    }
+
+    func geometry(_ x: [Int]) throws -> ConvGeometry {
+        guard x.count == 4 else { throw EngineError("input must be 4-D NCHW") }
+        guard x[1] == inPerGroup * group else { throw EngineError("input has \(x[1]) channels, weights expect \(inPerGroup * group)") }
+        let g = try window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel)
+        return g
+    }
+
+    public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
+        guard inputs[0].dtype == .uint8 else { throw EngineError("input must be uint8, got \(inputs[0].dtype.rawValue)") }
+        let g = try geometry(inputs[0].shape)
+        return [ValueType([inputs[0].shape[0], outChannels, g.outHeight, g.outWidth], .uint8)]
+    }
+
+    public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int {
+        2 * (outputs.first?.count ?? 0) * inPerGroup * kernel[0] * kernel[1]
+    }
+
+    /// Scratch floats per thread.
+    func perThread(_ g: ConvGeometry) -> Int {
+        let n = isDepthwise ? QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint).scratchFloats
+                            : QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint).panelBytes / 4
+        return (n + 31) / 16 * 16
+    }
+
+    public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
+        guard let g = try? geometry(inputs[0].shape) else { return 0 }
+        return threads * perThread(g)
+    }
+
+    public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
+        guard let x = ctx.inputs[0], x.dtype == .uint8 else { throw EngineError("missing uint8 input") }
+        guard let requant else { throw EngineError("operator used before prepare") }
+        let g = try geometry(x.shape.dims)
+        let batch = x.shape[0]
+        let src = UnsafePointer(x.pointer(as: UInt8.self)), dst = ctx.outputs[0].pointer(as: UInt8.self)
+        let per = perThread(g), workspace = ctx.workspace
+        let rq = requant.pointers
+        let inImage = g.inPixels * inPerGroup * group, outImage = g.outPixels * outChannels
+        if isDepthwise, let dw = depthwiseWeights {
+            let conv = QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint)
+            let channels = outChannels
+            let w = UnsafePointer(dw.bytes.assumingMemoryBound(to: Float.self))
+            // Tasks of several channels (the scratch padding is zeroed once per task), at least
+            // four per thread.
+            let chunk = max(1, min(16, channels / (4 * max(ctx.threads, 1))))
+            let chunks = (channels + chunk - 1) / chunk
+            return ClosureKernel { pool in
+                withExtendedLifetime((requant, dw)) {
+                    pool.parallelTasks(batch * chunks) { task, thread in
+                        let c0 = (task % chunks) * chunk, n = task / chunks
+                        conv.runChannels(c0..<min(channels, c0 + chunk), x: src + n * inImage, w: w, y: dst + n * outImage,
+                                         requant: rq, scratch: workspace + thread * per)
+                    }
+                }
+            }
+        }
+        guard let packed else { throw EngineError("operator used before prepare") }
+        let conv = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint)
+        let a = UnsafePointer(packed.bytes.assumingMemoryBound(to: Int8.self))
+        let tiles = conv.tilesPerImage
+        return ClosureKernel { pool in
+            withExtendedLifetime((requant, packed)) {
+                pool.parallelTasks(batch * tiles) { task, thread in
+                    let n = task / tiles, t = task % tiles
+                    let panel = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
+                    conv.runTile(t, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq, panel: panel)
+                }
+            }
+        }
+    }
+}
