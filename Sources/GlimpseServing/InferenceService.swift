@@ -185,8 +185,11 @@ public final class InferenceService: Sendable {
         try router.setTraffic(family: family, weights: weights, registry: registry)
     }
 
-    /// Per family, the load split in force (variant → share) and the arrival rate it follows (images/s).
-    public var loadSplit: [String: (shares: [String: Double], arrivalRate: Double)] { router.splitSnapshot(now: monotonicNanos()) }
+    /// Per family, the load split in force (variant → share), the arrival rate it follows and the
+    /// variants' capacities it was computed from (images per second).
+    public var loadSplit: [String: (shares: [String: Double], arrivalRate: Double, capacities: [String: Double])] {
+        router.splitSnapshot(now: monotonicNanos())
+    }
 
     /// CPU time per request outside the engine, in nanoseconds, as the load split counts it (nil until measured).
     public var requestOverheadNanos: Double? { router.overheadCPUNanosPerRequest }

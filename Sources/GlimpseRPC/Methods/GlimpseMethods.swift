@@ -100,7 +100,8 @@ public enum GlimpseMethods {
             "request_overhead_us": service.requestOverheadNanos.map { rounded($0 / 1e3) } ?? .null,
             "split": .object(service.loadSplit.mapValues { split in
                 .object(["arrival_rate": rounded(split.arrivalRate),
-                         "shares": .object(split.shares.mapValues { rounded($0) })])
+                         "shares": .object(split.shares.mapValues { rounded($0) }),
+                         "capacities": .object(split.capacities.mapValues { rounded($0) })])
             }),
         ])
     }

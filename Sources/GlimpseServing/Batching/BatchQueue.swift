@@ -122,6 +122,7 @@ final class BatchQueue: @unchecked Sendable {
         if let full = loaded[limit] ?? loaded.max(by: { $0.key < $1.key })?.value, full > 0 {
             let size = loaded[limit] != nil ? limit : (loaded.keys.max() ?? 1)
             aloneCapacity = Double(max(1, workers) * size) * 1e9 / Double(full)
+            cpuPerItem = Double(full) / Double(size)
         }
         condition.unlock()
         let perItem = loaded.sorted { $0.key < $1.key }
@@ -201,6 +202,16 @@ final class BatchQueue: @unchecked Sendable {
         return engineCPU
     }
     private var engineCPU: UInt64 = 0
+
+    /// Recent CPU nanoseconds per item of the model's batches, exponentially weighted over batches;
+    /// before the first batch, calibration's time per item of a full batch on one thread. nil before
+    /// calibration.
+    var engineCPUNanosPerItem: Double? {
+        condition.lock()
+        defer { condition.unlock() }
+        return cpuPerItem
+    }
+    private var cpuPerItem: Double?
 
     /// Predicted nanoseconds from `now` until a request queued now would be answered (queue wait plus
     /// its batch's run); nil until the latency model has seen a batch.
@@ -331,6 +342,10 @@ final class BatchQueue: @unchecked Sendable {
                 onBatch(cost)
                 condition.lock()
                 engineCPU &+= cost.cpuNanos
+                if cost.size > 0 && cost.cpuNanos > 0 {
+                    let perItem = Double(cost.cpuNanos) / Double(cost.size)
+                    cpuPerItem = cpuPerItem.map { $0 + 0.05 * (perItem - $0) } ?? perItem
+                }
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
                 condition.broadcast()
             case .expire(let ids):

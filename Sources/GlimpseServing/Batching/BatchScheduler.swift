@@ -133,11 +133,11 @@ public struct BatchScheduler: Sendable {
         calibratedLatency = latency
     }
 
-    /// After `idleNanos` with nothing queued or running, the latency model goes back to what
+    /// After `idleNanos` (100 ms) with nothing queued or running, the latency model goes back to what
     /// calibration measured. A queue that slow batches taught to predict late answers gets no more
     /// traffic from variant selection, so no batch would ever correct it; an idle queue's next batch
     /// starts at once, and its own run teaches the model again.
-    public mutating func forgetIfIdle(now: UInt64, idleNanos: UInt64 = 500_000_000) {
+    public mutating func forgetIfIdle(now: UInt64, idleNanos: UInt64 = 100_000_000) {
         guard let calibrated = calibratedLatency, queueLength == 0, busyUntil.isEmpty,
               now > lastBatchDone, now - lastBatchDone >= idleNanos, latency != calibrated else { return }
         latency = calibrated

@@ -17,13 +17,16 @@ final class FamilyRouter: @unchecked Sendable {
     private let lock = NSLock()
     private var states: [String: VariantSelector.State] = [:]
     private var splits: [String: VariantSplit.State] = [:]
+    /// The variants (with the capacities) the last split of each family was computed from.
+    private var splitInputs: [String: [VariantSplit.Variant]] = [:]
+    /// Each variant's capacity estimate, smoothed over time (see `smoothedCapacity`).
+    private var capacities: [String: (value: Double, at: UInt64)] = [:]
     /// Images per second asked of each family by name (requests that name a variant are not counted).
     private var rates: [String: ArrivalRate] = [:]
     private var traffic: [String: [(variant: String, weight: Int)]] = [:]
     /// Requests routed so far (all families, exact variants included) and the CPU each costs outside the engine.
     private var routed = 0
-    private var overhead = RequestOverhead()
-    private let cores = Double(max(1, ProcessInfo.processInfo.activeProcessorCount))
+    private var overhead = RequestOverhead(cores: Double(max(1, ProcessInfo.processInfo.activeProcessorCount)))
     let policy: VariantSelector.Policy
     let selection: SelectionMode
     let splitPolicy: VariantSplit.Policy
@@ -88,12 +91,13 @@ final class FamilyRouter: @unchecked Sendable {
             if !missesDeadline { return Route(model: model, reason: "ab_split") }
         }
         if selection == .split {
-            // Capacities end to end: the engine's alone (from calibration), plus each request's share
-            // of the cores outside the engine.
-            let extra = (overhead.cpuNanosPerRequest ?? 0) / cores / 1e9
+            // Capacities end to end: the lower of what the cores sustain in CPU time (the engine's CPU
+            // per item plus each request's CPU outside it) and what the variant's workers sustain at
+            // their recent batch times (which a machine shared with other work slows down).
             let split = variants.map { v -> VariantSplit.Variant in
-                let engine = v.queue.aloneCapacityPerSecond ?? v.queue.capacityPerSecond
-                let capacity = engine.map { 1 / (1 / $0 + extra) }
+                let cpu = v.queue.engineCPUNanosPerItem.flatMap { overhead.capacity(engineCPUNanosPerItem: $0) }
+                let workers = v.queue.capacityPerSecond ?? v.queue.aloneCapacityPerSecond
+                let capacity = [cpu, workers].compactMap { $0 }.min().map { smoothedCapacity(v.name, $0, now: now) }
                 return VariantSplit.Variant(name: v.name, accuracy: v.metadata.accuracy, capacityPerSecond: capacity,
                                             predictedNanos: candidates.first { $0.name == v.name }?.predictedNanos)
             }
@@ -104,6 +108,7 @@ final class FamilyRouter: @unchecked Sendable {
                 throw noVariant(family, variants, minAccuracy)
             }
             splits[family] = choice.state
+            splitInputs[family] = split
             if choice.state.shares != previous.shares {
                 for s in choice.state.shares { ServingMetrics.splitShare(family: family, variant: s.name, share: s.share) }
             }
@@ -116,6 +121,20 @@ final class FamilyRouter: @unchecked Sendable {
         }
         states[family] = choice.state
         return Route(model: model, reason: choice.reason.rawValue)
+    }
+
+    /// A variant's capacity estimate, exponentially smoothed over time (about a second, as the arrival
+    /// rate): the batch times it comes from move with every batch, and the split should follow the
+    /// load, not that noise (under the lock).
+    private func smoothedCapacity(_ name: String, _ raw: Double, now: UInt64) -> Double {
+        guard let last = capacities[name], now > last.at else {
+            if capacities[name] == nil { capacities[name] = (raw, now) }
+            return capacities[name]?.value ?? raw
+        }
+        let w = 1 - exp(-Double(now - last.at) / 1e9)
+        let value = last.value + w * (raw - last.value)
+        capacities[name] = (value, now)
+        return value
     }
 
     /// Counts a request (under the lock) and, once a window has passed, samples the CPU clocks.
@@ -138,14 +157,16 @@ final class FamilyRouter: @unchecked Sendable {
         return ServingError.badParameter("no variant of \(family) meets min_accuracy \(minAccuracy ?? 0) (best measured: \(best.map { "\($0)" } ?? "none"))")
     }
 
-    /// Per family: the split in force (variant → share) and the arrival rate it was computed for
-    /// (images per second, now). Empty with `--selection switch`.
-    func splitSnapshot(now: UInt64) -> [String: (shares: [String: Double], arrivalRate: Double)] {
+    /// Per family: the split in force (variant → share), the arrival rate it follows (images per second,
+    /// now) and the capacities it was computed from (images per second; 0 when unknown). Empty with
+    /// `--selection switch`.
+    func splitSnapshot(now: UInt64) -> [String: (shares: [String: Double], arrivalRate: Double, capacities: [String: Double])] {
         lock.lock()
         defer { lock.unlock() }
-        var out: [String: (shares: [String: Double], arrivalRate: Double)] = [:]
+        var out: [String: (shares: [String: Double], arrivalRate: Double, capacities: [String: Double])] = [:]
         for (family, state) in splits {
-            out[family] = (Dictionary(uniqueKeysWithValues: state.shares.map { ($0.name, $0.share) }), rates[family]?.rate(at: now) ?? 0)
+            let capacities = Dictionary((splitInputs[family] ?? []).map { ($0.name, $0.capacityPerSecond ?? 0) }, uniquingKeysWith: { a, _ in a })
+            out[family] = (Dictionary(uniqueKeysWithValues: state.shares.map { ($0.name, $0.share) }), rates[family]?.rate(at: now) ?? 0, capacities)
         }
         return out
     }
