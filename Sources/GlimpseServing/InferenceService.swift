@@ -25,7 +25,9 @@ public struct ClassifyResult: Sendable {
     public var model: String
     public var variant: String
     public var version: String
-    /// Why this variant served: `requested`, `most_accurate`, `meets_deadline`, `deadline`, `fastest`, `ab_split`.
+    /// Why this variant served: `requested`, `ab_split`; with the split, `most_accurate`, `overflow`,
+    /// `min_accuracy`, `deadline`, `fastest`; with `--selection switch`, `most_accurate`,
+    /// `meets_deadline`, `deadline`, `fastest`.
     public var reason: String
     public var predictions: [Prediction]
     public var timing: StageTiming
@@ -68,7 +70,7 @@ public final class InferenceService: Sendable {
     let logger: Logger
     public let energy: EnergyMeter
     private let inflight = InflightCounter()
-    let router = FamilyRouter()
+    let router: FamilyRouter
 
     public init(configuration: ServingConfiguration = .init(), energy: EnergyMeter = EnergyMeter(),
                 logger: Logger = Logger(label: "glimpse.serving")) {
@@ -77,6 +79,9 @@ public final class InferenceService: Sendable {
         self.logger = logger
         self.registry = ModelRegistry(configuration: configuration, logger: logger)
         self.decodePool = ComputePool(threads: configuration.decodeThreads, name: "glimpse-decode")
+        var split = VariantSplit.Policy()
+        split.margin = configuration.splitMargin
+        self.router = FamilyRouter(selection: configuration.selection, splitPolicy: split)
     }
 
     /// The model a request names, with `auto` (what a `classify` without `model` asks for) turned into
@@ -98,7 +103,7 @@ public final class InferenceService: Sendable {
 
     /// Classifies each image of the request; results come back in request order.
     public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
-        let route = try router.route(try resolveDefault(request.model), registry: registry, defaultFamily: nil,
+        let route = try router.route(try resolveDefault(request.model), registry: registry,
                                      deadlineNanos: request.deadlineMs.map { UInt64(max(0, $0) * 1e6) },
                                      minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.images.count,
                                      now: monotonicNanos())
@@ -196,6 +201,15 @@ public final class InferenceService: Sendable {
     public func setTraffic(family: String, weights: [String: Int]) throws {
         try router.setTraffic(family: family, weights: weights, registry: registry)
     }
+
+    /// Per family, the load split in force (variant → share), the arrival rate it follows and the
+    /// variants' capacities it was computed from (images per second).
+    public var loadSplit: [String: (shares: [String: Double], arrivalRate: Double, capacities: [String: Double])] {
+        router.splitSnapshot(now: monotonicNanos())
+    }
+
+    /// CPU time per request outside the engine, in nanoseconds, as the load split counts it (nil until measured).
+    public var requestOverheadNanos: Double? { router.overheadCPUNanosPerRequest }
 
     /// The A/B splits in force, by family.
     public var traffic: [String: [String: Int]] { router.trafficSnapshot() }

@@ -27,6 +27,10 @@ public struct ServingConfiguration: Sendable {
     /// reading the request and writing the answer, transport, and error in its latency predictions.
     /// Admission and batching aim to answer within the rest.
     public var deadlineHeadroom: Double
+    /// How a family's variants share its requests: split by capacity, or one at a time.
+    public var selection: SelectionMode
+    /// Share of the cores' time the split keeps free (`VariantSplit.Policy.margin`).
+    public var splitMargin: Double
 
     public init(decodeThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
                 engineThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -38,7 +42,11 @@ public struct ServingConfiguration: Sendable {
                 maxInflightImages: Int = 512,
                 defaultModel: String? = nil,
                 deadlineHeadroom: Double = 0.2,
-                decodeOptions: DecodeOptions = .init()) {
+                decodeOptions: DecodeOptions = .init(),
+                selection: SelectionMode = .split,
+                splitMargin: Double = 0.05) {
+        self.selection = selection
+        self.splitMargin = min(0.9, max(0, splitMargin))
         self.decodeOptions = decodeOptions
         self.defaultModel = defaultModel
         self.deadlineHeadroom = min(0.9, max(0, deadlineHeadroom))

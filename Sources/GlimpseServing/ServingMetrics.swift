@@ -11,6 +11,7 @@ public enum GlimpseMetrics {
     public static let queueDepth = "glimpse_queue_depth"
     public static let batches = "glimpse_batches_total"
     public static let variantSelections = "glimpse_variant_selections_total"
+    public static let splitShare = "glimpse_variant_split_share"
     public static let inflight = "glimpse_inflight_requests"
     public static let modelLoads = "glimpse_model_load_events_total"
     public static let residentBytes = "glimpse_process_resident_memory_bytes"
@@ -28,6 +29,7 @@ public enum GlimpseMetrics {
         queueDepth: "Requests waiting in a model's batching queue.",
         batches: "Batches run by the engine.",
         variantSelections: "Model variants chosen to serve requests, with the reason.",
+        splitShare: "Share of a family's requests the current split gives each variant (0 to 1).",
         inflight: "Requests being processed (decoding, queued or running).",
         modelLoads: "Model load and unload events by outcome.",
         residentBytes: "Resident set size of the process in bytes.",
@@ -137,6 +139,10 @@ enum ServingMetrics {
 
     static func modelLoad(model: String, outcome: String) {
         handles.counter(GlimpseMetrics.modelLoads, [("model", model), ("outcome", outcome)]).increment()
+    }
+
+    static func splitShare(family: String, variant: String, share: Double) {
+        handles.gauge(GlimpseMetrics.splitShare, [("family", family), ("variant", variant)]).record(share)
     }
 
     static func variantSelected(family: String, variant: String, reason: String) {

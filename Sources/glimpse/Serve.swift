@@ -35,6 +35,8 @@ struct Serve: AsyncParsableCommand {
     @Option(name: [.customLong("default-model"), .customLong("default-family")],
             help: "The family (or variant) that serves a classify without \"model\" (or with \"model\": \"auto\"). When it is not loaded and only one family is, that family serves.")
     var defaultModel: String = "imagenet"
+    @Option(help: "How a family's variants share its requests: split (the most accurate variant up to its capacity, the excess to lighter ones) or switch (one variant at a time, all or nothing).") var selection: String = "split"
+    @Option(help: "Share of the cores' time the split keeps free: it plans as if arrivals were 1/(1 - margin) times the measured rate.") var splitMargin: Double = 0.05
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
     @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
     @Option(help: "Seconds a connection may sit with no request before it is closed.") var idleTimeoutS: Double = 120
@@ -77,6 +79,8 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
         }
         let dctScaling = try DCTScaling(option: jpegDctScaling)
+        guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
+        guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
         let serving = ServingConfiguration(
             engineThreads: modelOptions.threads,
             workersPerModel: workers,
@@ -84,7 +88,7 @@ struct Serve: AsyncParsableCommand {
                             allowedBatchSizes: sizes, delayPolicy: policy),
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
             maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
-            decodeOptions: DecodeOptions(dctScaling: dctScaling))
+            decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin)
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }

@@ -10,6 +10,7 @@ struct GlimpseLoadCommand: ParsableCommand {
         Closed loop:  glimpse-load --port 8080 --images imgs/ --concurrency 1,2,4,8 --duration 10
         Open loop:    glimpse-load --port 8080 --images imgs/ --rate 200 --poisson
         Step load:    glimpse-load --port 8080 --images imgs/ --rate 300 --rate-steps 50@20 --duration 40 --deadline-ms 100
+        Accuracy:     glimpse-load --port 8080 --labels cifar10-test/ --model cifar10 --rate 800 --deadline-ms 25
         Own ceiling:  glimpse-load --port 8080 --path /healthz --method GET --concurrency 256 -c 2
         Over TLS:     glimpse-load --tls --host localhost --port 8443 --cacert ca.pem --images imgs/
         Every run ends at --duration or --max-requests, whichever comes first; --warmup is not counted.
@@ -35,6 +36,7 @@ struct GlimpseLoadCommand: ParsableCommand {
     @Option(help: "Seed of the Poisson arrivals.") var seed: UInt64 = 1
 
     @Option(help: "Folder of JPEG/PNG images for classify calls (cycled).") var images: String?
+    @Option(help: "True classes, for effective accuracy (correct top-1 answers within the SLO of all offered images): a folder of class-named subfolders of images (then --images is not needed), or a file of IMAGE LABEL lines naming images of the --images folder. The images are sent in an order shuffled by --seed.") var labels: String?
     @Option(help: "JSON body file posted as is.") var body: String?
     @Option(help: "Request path.") var path = "/rpc"
     @Option(help: "Method for a body-less request (with neither --images nor --body).") var method = "GET"
@@ -55,7 +57,7 @@ struct GlimpseLoadCommand: ParsableCommand {
     var options: LoadOptions {
         LoadOptions(host: host, port: port, tls: tls, insecure: insecure, cacert: cacert, connections: connections, threads: threads, concurrency: concurrency, rate: rate,
                     poisson: poisson, duration: duration, warmup: warmup, maxRequests: maxRequests, timeout: timeout,
-                    maxOutstanding: maxOutstanding, seed: seed, images: images, body: body, path: path, method: method,
+                    maxOutstanding: maxOutstanding, seed: seed, images: images, labels: labels, body: body, path: path, method: method,
                     model: model, deadlineMs: deadlineMs, sloMs: sloMs, rateSteps: rateSteps, topK: topK, crop: crop, imagesPerCall: imagesPerCall,
                     rpcBatch: rpcBatch, csv: csv, json: json, svg: svg, quiet: quiet)
     }

@@ -22,6 +22,7 @@ struct LoadOptions {
     var maxOutstanding = 10_000
     var seed: UInt64 = 1
     var images: String?
+    var labels: String?
     var body: String?
     var path = "/rpc"
     var method = "GET"
@@ -46,7 +47,11 @@ struct LoadOptions {
         base.rateSteps = try steps()
         let source: LoadPlan.Source
         if images != nil && body != nil { throw LoadConfigError("give --images or --body, not both") }
-        if let images {
+        if let labels {
+            if body != nil { throw LoadConfigError("--labels goes with classify calls, not --body") }
+            source = .labelled(labels: labels, images: images, ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
+                                                                               imagesPerCall: imagesPerCall, rpcBatch: rpcBatch), seed: seed)
+        } else if let images {
             source = .images(images, ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
                                                      imagesPerCall: imagesPerCall, rpcBatch: rpcBatch))
         } else if let body {
@@ -185,6 +190,7 @@ enum FastArguments {
             case "max-outstanding": guard let v = Int(value) else { return nil }; o.maxOutstanding = v
             case "seed": guard let v = UInt64(value) else { return nil }; o.seed = v
             case "images": o.images = value
+            case "labels": o.labels = value
             case "body": o.body = value
             case "path": o.path = value
             case "method": o.method = value

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Reads the glimpse-load JSON files of tools/bench-variants/run.sh and prints the markdown tables.
 
-    report.py WORKDIR MANIFEST FAMILY LARGE SMALL DEADLINE_MS OFFERED_RATE RECOVERY_AT_S
+    report.py WORKDIR MANIFEST FAMILY LARGE SMALL DEADLINE_MS FACTORS SETUPS RECOVERY_AT_S
 
-WORKDIR holds unloaded.json, capacity.json, large.json, small.json, dynamic.json, recovery.json and
-loadavg.txt; MANIFEST is the models.json of the models served; LARGE and SMALL are the model names of
-the static setups. Served accuracy is the manifest accuracy of each variant weighted by the answers it
-gave. Recovery is judged on the most accurate variant served (the one dynamic selection aims for).
+WORKDIR holds unloaded.json, capacity.json, capacity-small.json, SETUP-FACTOR.json for each setup
+(large, small, switch, split) and factor, stats-split-FACTOR.json (server.stats mid-run), recovery.json
+and loadavg.txt; MANIFEST is the models.json of the models served; LARGE and SMALL are the model names
+of the static setups. Served accuracy is the manifest accuracy of each variant weighted by the answers
+it gave; effective accuracy is glimpse-load's (correct top-1 answers within the deadline of all offered
+requests; labelled images only). Recovery is judged on the most accurate variant.
 """
 import json
 import sys
@@ -39,53 +41,104 @@ def pct(x):
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
+def ideal_share(rate, mu_large, mu_small):
+    """The large variant's share that keeps the shared cores just saturated, clamped to [0, 1]."""
+    if rate <= 0 or mu_large <= 0 or mu_small <= mu_large:
+        return 1.0
+    f = (1 / rate - 1 / mu_small) / (1 / mu_large - 1 / mu_small)
+    return min(1.0, max(0.0, f))
+
+
 def main():
-    work, manifest, family, large, small, deadline, offered_rate, recovery_at = sys.argv[1:9]
+    work, manifest, family, large, small, deadline, factors, setups, recovery_at = sys.argv[1:10]
     work = Path(work)
     deadline = float(deadline)
-    offered_rate = float(offered_rate)
+    factors = factors.split(",")
+    setups = setups.split(",")
     recovery_at = int(float(recovery_at))
     acc = accuracies(manifest, family)
     best = max(acc, key=acc.get)
+    worst = min(acc, key=acc.get)
 
     unloaded = run(work / "unloaded.json")
     cap = run(work / "capacity.json")
+    cap_small_path = work / "capacity-small.json"
+    cap_small = run(cap_small_path) if cap_small_path.exists() else None
+    mu_l = cap["achievedRate"]
+    mu_s = cap_small["achievedRate"] if cap_small else 0
     print(f"unloaded latency of {large} (closed loop, 1 in flight): p50 {unloaded['latency']['p50']:.2f} ms, "
           f"p99 {unloaded['latency']['p99']:.2f} ms")
-    print(f"capacity of {large} (closed loop, {int(cap['target'])} in flight): {cap['achievedRate']:.1f} img/s, "
-          f"p50 {cap['latency']['p50']:.1f} ms; offered in the runs below: {offered_rate:.0f} req/s; deadline_ms {deadline:g}")
-    print()
-    print("| setup | `model` | offered req/s | within deadline | refused (-32000) | expired (-32001) | other errors | late answers "
-          "| throughput img/s | p50 / p99 ms (answered) | variants served | mean served accuracy |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|")
-    for setup, label in [("large", "static largest"), ("small", "static smallest"), ("dynamic", "dynamic")]:
-        path = work / f"{setup}.json"
-        if not path.exists():
+    print(f"capacity, each alone end to end (closed loop, {int(cap['target'])} in flight): {large} {mu_l:.1f} img/s"
+          + (f", {small} {mu_s:.1f} img/s" if cap_small else "") + f"; deadline_ms {deadline:g}")
+
+    # Each variant's accuracy on the images sent, from the static runs (answers of one variant only).
+    measured = {}
+    for setup in ("large", "small"):
+        for factor in factors:
+            path = work / f"{setup}-{factor}.json"
+            if path.exists():
+                va = run(path).get("variantAccuracy") or {}
+                for v, a in va.items():
+                    measured.setdefault(v, a)
+    if measured:
+        print("accuracy of each variant's answers on the images sent (static runs): "
+              + ", ".join(f"{v} {100 * a:.2f}%" for v, a in sorted(measured.items(), key=lambda kv: -kv[1]))
+              + "; manifest: " + ", ".join(f"{v} {100 * a:.2f}%" for v, a in sorted(acc.items(), key=lambda kv: -kv[1])))
+
+    labels = {"large": "static largest", "small": "static smallest", "switch": "all-or-nothing switching", "split": "split"}
+    for factor in factors:
+        rows = [(s, work / f"{s}-{factor}.json") for s in setups if (work / f"{s}-{factor}.json").exists()]
+        if not rows:
             continue
-        r = run(path)
-        offered = r.get("offered") or r["requests"]
-        within = r.get("withinSLO") or 0
-        refused = errors(r, "-32000")
-        expired = errors(r, "-32001")
-        transport = sum(r.get("byTransportError", {}).values())
-        other = r["errors"] - refused - expired
-        late = r["succeeded"] - within
-        variants = r.get("variants", {})
-        mix = ", ".join(f"{v} {100 * n / max(1, sum(variants.values())):.1f}%" for v, n in sorted(variants.items(), key=lambda kv: -kv[1]))
-        model = {"large": large, "small": small, "dynamic": family}[setup]
-        print(f"| {label} | `{model}` | {offered / r['elapsed']:.0f} | **{pct(within / offered if offered else None)}** ({within}/{offered}) "
-              f"| {refused} | {expired} | {other}{f' ({transport} transport)' if transport else ''} | {late} "
-              f"| {r['achievedRate']:.0f} | {r['latency']['p50']:.1f} / {r['latency']['p99']:.1f} | {mix} | {pct(served_accuracy(variants, acc))} |")
+        rate = float(factor) * mu_l
+        f = ideal_share(rate, mu_l, mu_s) if cap_small else None
+        print()
+        print(f"### {factor}x the capacity of {large}: {rate:.0f} req/s offered")
+        print()
+        if f is not None:
+            ideal = f * acc[best] + (1 - f) * acc[worst]
+            line = f"split ideal: f = {f:.3f} of the requests on {best} (capacities above); f·{100 * acc[best]:.1f}% + (1 − f)·{100 * acc[worst]:.1f}% = {100 * ideal:.2f}% (manifest accuracies)"
+            if best in measured and worst in measured:
+                line += f", {100 * (f * measured[best] + (1 - f) * measured[worst]):.2f}% (measured accuracies)"
+            print(line)
+            print()
+        print("| setup | `model` | offered req/s | within deadline | refused (-32000) | expired (-32001) | other errors | late answers "
+              "| throughput img/s | p50 / p99 ms (answered) | variants served | mean served accuracy | effective accuracy |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
+        for setup, path in rows:
+            r = run(path)
+            offered = r.get("offered") or r["requests"]
+            within = r.get("withinSLO") or 0
+            refused = errors(r, "-32000")
+            expired = errors(r, "-32001")
+            transport = sum(r.get("byTransportError", {}).values())
+            other = r["errors"] - refused - expired
+            late = r["succeeded"] - within
+            variants = r.get("variants", {})
+            mix = ", ".join(f"{v} {100 * n / max(1, sum(variants.values())):.1f}%" for v, n in sorted(variants.items(), key=lambda kv: -kv[1]))
+            model = {"large": large, "small": small}.get(setup, family)
+            stats_path = work / f"stats-{setup}-{factor}.json"
+            note = ""
+            if setup == "split" and stats_path.exists():
+                try:
+                    split = json.loads(stats_path.read_text())["result"]["split"][family]
+                    shares = split["shares"]
+                    note = f" (server split mid-run: {', '.join(f'{k} {v:.3f}' for k, v in sorted(shares.items()))} at {split['arrival_rate']:.0f}/s)"
+                except (KeyError, ValueError, TypeError):
+                    pass
+            print(f"| {labels.get(setup, setup)} | `{model}` | {offered / r['elapsed']:.0f} | **{pct(within / offered if offered else None)}** ({within}/{offered}) "
+                  f"| {refused} | {expired} | {other}{f' ({transport} transport)' if transport else ''} | {late} "
+                  f"| {r['achievedRate']:.0f} | {r['latency']['p50']:.1f} / {r['latency']['p99']:.1f} | {mix}{note} "
+                  f"| {pct(served_accuracy(variants, acc))} | **{pct(r.get('effectiveAccuracy'))}** |")
 
     path = work / "recovery.json"
     if path.exists():
         r = run(path)
         print()
-        print(f"Recovery ({r['mode']}): answers per second by variant; the rate drops at second {recovery_at}.")
+        print(f"Recovery ({r['mode']}, split): answers per second by variant; the rate drops at second {recovery_at}.")
         print()
         print("| second | answered | " + " | ".join(sorted(acc, key=lambda v: -acc[v])) + f" | share of {best} | p99 ms |")
         print("|---:|---:|" + "---:|" * len(acc) + "---:|---:|")
-        back = None
         points = {p["second"]: p for p in r["timeline"]}
         for second in sorted(points):
             p = points[second]
@@ -95,24 +148,16 @@ def main():
             if second >= recovery_at - 3:
                 print(f"| {second} | {p['count']} | " + " | ".join(str(v.get(name, 0)) for name in sorted(acc, key=lambda n: -acc[n]))
                       + f" | {100 * share:.1f}% | {p['p99']:.1f} |")
-        # The first second from the drop on after which every second is served (>= 95%) by the best variant.
         seconds = [s for s in sorted(points) if s >= recovery_at]
-        for i, s in enumerate(seconds):
-            rest = seconds[i:]
-            def share_of(t):
-                v = points[t].get("variants") or {}
-                return v.get(best, 0) / max(1, sum(v.values()))
-            if rest and all(share_of(t) >= 0.95 for t in rest):
-                back = s
-                break
-        if back is None:
-            print(f"\nrecovery: the {best} variant did not come back to >= 95% of the answers before the run ended")
-        else:
-            print(f"\nrecovery: from second {back} on, >= 95% of each second's answers come from {best}: "
-                  f"back within {back - recovery_at + 1} s of the drop (1 s resolution)")
+        settled = [s for s in seconds if s >= recovery_at + 3]
+        answers = sum(sum((points[s].get("variants") or {}).values()) for s in settled)
+        from_best = sum((points[s].get("variants") or {}).get(best, 0) for s in settled)
+        if answers:
+            print(f"\nrecovery: from 3 s after the drop on (seconds {recovery_at + 3}-{settled[-1]}), {best} served "
+                  f"{from_best} of {answers} answers ({100 * from_best / answers:.2f}%)")
         after = [points[s] for s in seconds]
         print(f"after the drop: {sum(p['count'] for p in after)} answers, p99 per second at most {max((p['p99'] for p in after), default=0):.1f} ms; "
-              f"whole run within deadline {pct(r.get('sloAttainment'))}")
+              f"whole run within deadline {pct(r.get('sloAttainment'))}, effective accuracy {pct(r.get('effectiveAccuracy'))}")
 
     loads = (work / "loadavg.txt").read_text().split() if (work / "loadavg.txt").exists() else []
     if loads:

@@ -1,42 +1,55 @@
 #!/usr/bin/env bash
-# Overload experiment for dynamic variant selection (issue: model variants).
+# Overload experiment for dynamic variant selection (issues: model variants; the load split).
 #
-#   tools/bench-variants/run.sh [--duration 60] [--deadline-ms 25] [--factor 2] [--recovery-factor 0.3]
-#                               [--variants cifar10-large,cifar10-small] [--port 18930] [--no-build]
+#   tools/bench-variants/run.sh [--duration 60] [--deadline-ms 25] [--factors 1.5,2] [--recovery-factor 0.3]
+#                               [--variants cifar10-large,cifar10-small] [--labels-tar PATH] [--port 18930]
+#                               [--setups large,small,switch,split] [--no-build]
 #
-# Serves the embedded cifar10 variants named by --variants (from models/, release build, loopback only),
-# then:
+# Serves the embedded variants named by --variants (from models/, release build, loopback only), then:
 #   1. unloaded latency of the first (largest) variant: closed loop, 1 request in flight, 4 s;
-#   2. its capacity C: closed loop, 64 requests in flight on 2 connections, 10 s (img/s answered);
-#   3. open loop at factor x C for --duration s (after 2 s of warm-up at the same rate), every call with
-#      deadline_ms, in three setups: static largest (model = the first variant), static smallest (the
-#      last), dynamic (model = the family);
-#   4. recovery: dynamic at factor x C for 20 s, then recovery-factor x C for 20 s; variants per second.
+#   2. the capacity of the largest and of the smallest variant, each alone, end to end: closed loop,
+#      64 requests in flight on 2 connections, 10 s (img/s answered);
+#   3. for each factor F of --factors: open loop at F x the largest variant's capacity for --duration s
+#      (after 2 s of warm-up at the same rate), every call with deadline_ms, in four setups: static
+#      largest (model = the first variant), static smallest (the last), all-or-nothing switching
+#      (model = the family, server run with --selection switch) and the split (model = the family,
+#      --selection split, the default); the split's shares are read from server.stats mid-run;
+#   4. recovery: the split at the largest factor for 20 s, then recovery-factor x capacity for 20 s;
+#      variants per second.
+# The requests cycle through labelled images: the CIFAR-10 test split (--labels-tar, a tar of
+# test/CLASS/*.jpg, extracted into a temporary folder) for the cifar10 family, so glimpse-load counts
+# correct answers within the deadline against every offered request ("effective accuracy"). Without a
+# labels tar the family's sample images are cycled and only manifest-weighted accuracy is reported.
 # For each setup it prints the share of offered requests answered OK within the deadline (refusals,
-# expiries, errors and late answers are misses, each counted), the answered img/s and the mean served
-# accuracy (the manifest accuracy of each variant weighted by its answers, read from each response's
-# `variant`). The default deadline, 25 ms, is about 10x the largest variant's unloaded p50 on the
-# 2-core development machine and a few times its unloaded p99 (both printed).
-# cifar10-large-int8 (int8-static QDQ) is left out by default: until the engine has int8 kernels it
-# runs its integer ops with float kernels, at about cifar10-large's speed, so it would only add a third
-# queue competing for the same cores.
-# Every step is bounded in time; the server is stopped on exit (and could not outlive the script's
+# expiries, errors and late answers are misses, each counted), the answered img/s, the mean served
+# accuracy (the manifest accuracy of each variant weighted by its answers) and the effective accuracy;
+# beside them the split's ideal: the large variant's share f = (1/λ − 1/μ_S)/(1/μ_L − 1/μ_S) with the
+# capacities measured in step 2, and f·acc_L + (1 − f)·acc_S.
+# The default deadline, 25 ms, is about 10x the largest variant's unloaded p50 on the 2-core development
+# machine and a few times its unloaded p99 (both printed).
+# cifar10-large-int8 (int8-static QDQ) is left out by default: it would add a third queue competing for
+# the same cores, and the experiment compares the issue's two variants.
+# Every step is bounded in time; the servers are stopped on exit (and could not outlive the script's
 # expected length by more than two minutes anyway).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 duration=60
 deadline=25
-factor=2
+factors=1.5,2
 recovery_factor=0.3
 variants=cifar10-large,cifar10-small
+labels_tar=../shared/datasets/cifar10-jpeg/test.tar
+setups=large,small,switch,split
 port=18930
 build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
     --deadline-ms) deadline=$2; shift 2 ;;
-    --factor) factor=$2; shift 2 ;;
+    --factors|--factor) factors=$2; shift 2 ;;
+    --labels-tar) labels_tar=$2; shift 2 ;;
+    --setups) setups=$2; shift 2 ;;
     --recovery-factor) recovery_factor=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
@@ -86,39 +99,69 @@ EOF
 )
 cp models/samples/"$family"-*.jpg "$work/images/"
 
-# The server stops by itself after the expected length of the experiment plus two minutes.
-limit=$(( 4 + 12 + 3 * (duration + 6) + 45 + 120 ))
-timeout "$limit" "$glimpse" serve --host 127.0.0.1 --port "$port" --models "$work/models" 2>"$work/serve.log" &
-server=$!
-for _ in $(seq 300); do grep -q "listening on" "$work/serve.log" && break; sleep 0.1; done
-grep -q "listening on" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
+if [ "$family" = cifar10 ] && [ -f "$labels_tar" ]; then
+  mkdir -p "$work/labelled"
+  tar -xf "$labels_tar" -C "$work/labelled"
+  source_args=(--labels "$work/labelled/test")
+else
+  source_args=(--images "$work/images")
+fi
+IFS=, read -ra factor_list <<< "$factors"
+IFS=, read -ra setup_list <<< "$setups"
+
+# Each server stops by itself after the expected length of the experiment plus two minutes.
+limit=$(( 4 + 24 + ${#factor_list[@]} * ${#setup_list[@]} * (duration + 8) + 50 + 120 ))
+start_server() {  # $1: --selection
+  timeout "$limit" "$glimpse" serve --host 127.0.0.1 --port "$port" --models "$work/models" --selection "$1" 2>"$work/serve-$1.log" &
+  server=$!
+  for _ in $(seq 300); do grep -q "listening on" "$work/serve-$1.log" && break; sleep 0.1; done
+  grep -q "listening on" "$work/serve-$1.log" || { cat "$work/serve-$1.log" >&2; exit 1; }
+}
+stop_server() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=; fi
+}
+stats() {  # server.stats, as JSON, into $1
+  curl -s --max-time 2 "http://127.0.0.1:$port/rpc" -H 'content-type: application/json' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"server.stats"}' > "$1" || true
+}
 ( while sleep 5; do cut -d' ' -f1 /proc/loadavg >> "$work/loadavg.txt"; done ) &
 sampler=$!
 cut -d' ' -f1 /proc/loadavg > "$work/loadavg.txt"
 
-common=(--port "$port" --images "$work/images" --quiet --timeout 10)
+common=(--port "$port" "${source_args[@]}" --quiet --timeout 10)
 rate_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['achievedRate'])" "$1"; }
 
-echo "unloaded latency and capacity of $large ..." >&2
+start_server split
+echo "unloaded latency of $large, capacities of $large and $small ..." >&2
 "$load" "${common[@]}" --model "$large" -c 1 --concurrency 1 --duration 4 --warmup 1 --json "$work/unloaded.json" >/dev/null
 "$load" "${common[@]}" --model "$large" -c 2 --concurrency 64 --duration 10 --warmup 2 --json "$work/capacity.json" >/dev/null
+"$load" "${common[@]}" --model "$small" -c 2 --concurrency 64 --duration 10 --warmup 2 --json "$work/capacity-small.json" >/dev/null
 capacity=$(rate_of "$work/capacity.json")
-offered=$(python3 -c "print(round($capacity * $factor))")
 low=$(python3 -c "print(max(1, round($capacity * $recovery_factor)))")
 
-for setup in large small dynamic; do
-  case $setup in large) model=$large ;; small) model=$small ;; dynamic) model=$family ;; esac
-  echo "$setup: model $model, $offered req/s for $duration s, deadline_ms $deadline ..." >&2
-  sleep 2
-  "$load" "${common[@]}" --model "$model" -c 2 --rate "$offered" --deadline-ms "$deadline" --duration "$duration" --warmup 2 \
-    --json "$work/$setup.json" >/dev/null || true
+for factor in "${factor_list[@]}"; do
+  offered=$(python3 -c "print(round($capacity * $factor))")
+  for setup in "${setup_list[@]}"; do
+    case $setup in large) model=$large ;; small) model=$small ;; *) model=$family ;; esac
+    if [ "$setup" = switch ]; then stop_server; start_server switch; fi
+    echo "$setup at ${factor}x: model $model, $offered req/s for $duration s, deadline_ms $deadline ..." >&2
+    sleep 2
+    ( sleep $(python3 -c "print(2 + $duration / 2)"); stats "$work/stats-$setup-$factor.json" ) &
+    "$load" "${common[@]}" --model "$model" -c 2 --rate "$offered" --deadline-ms "$deadline" --duration "$duration" --warmup 2 \
+      --json "$work/$setup-$factor.json" >/dev/null || true
+    wait $! 2>/dev/null || true
+    if [ "$setup" = switch ]; then stop_server; start_server split; fi
+  done
 done
 
-echo "recovery: $offered req/s for 20 s, then $low req/s for 20 s ..." >&2
+top=${factor_list[${#factor_list[@]}-1]}
+offered=$(python3 -c "print(round($capacity * $top))")
+echo "recovery: split, $offered req/s for 20 s, then $low req/s for 20 s ..." >&2
 sleep 2
 "$load" "${common[@]}" --model "$family" -c 2 --rate "$offered" --rate-steps "$low@20" --deadline-ms "$deadline" --duration 40 \
   --warmup 2 --json "$work/recovery.json" >/dev/null || true
+stop_server
 
 echo
-echo "tools/bench-variants/run.sh --duration $duration --deadline-ms $deadline --factor $factor --recovery-factor $recovery_factor --variants $variants"
-python3 tools/bench-variants/report.py "$work" "$work/models/models.json" "$family" "$large" "$small" "$deadline" "$offered" 20
+echo "tools/bench-variants/run.sh --duration $duration --deadline-ms $deadline --factors $factors --recovery-factor $recovery_factor --variants $variants --setups $setups"
+python3 tools/bench-variants/report.py "$work" "$work/models/models.json" "$family" "$large" "$small" "$deadline" "$factors" "$setups" 20

@@ -96,6 +96,13 @@ public enum GlimpseMethods {
                                               "batches_observed": .int(s.batchesObserved)]),
                 ]))
             })),
+            "selection": .string(service.configuration.selection.rawValue),
+            "request_overhead_us": service.requestOverheadNanos.map { rounded($0 / 1e3) } ?? .null,
+            "split": .object(service.loadSplit.mapValues { split in
+                .object(["arrival_rate": rounded(split.arrivalRate),
+                         "shares": .object(split.shares.mapValues { rounded($0) }),
+                         "capacities": .object(split.capacities.mapValues { rounded($0) })])
+            }),
         ])
     }
 

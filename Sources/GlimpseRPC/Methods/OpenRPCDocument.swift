@@ -9,7 +9,7 @@ public enum OpenRPCDocument {
 
     static let classifyResult: JSONValue = ["type": "object", "properties": [
         "model": ["type": "string"], "variant": ["type": "string"], "version": ["type": "string"],
-        "reason": ["type": "string", "enum": ["requested", "most_accurate", "meets_deadline", "deadline", "fastest", "ab_split"]],
+        "reason": ["type": "string", "enum": ["requested", "most_accurate", "overflow", "min_accuracy", "meets_deadline", "deadline", "fastest", "ab_split"]],
         "predictions": ["type": "array", "items": prediction],
         "timing_ms": ["type": "object", "properties": ["queue": ["type": "number"], "decode": ["type": "number"],
                                                       "inference": ["type": "number"], "total": ["type": "number"]]],
@@ -84,7 +84,7 @@ public enum OpenRPCDocument {
                 "errors": [error(-32602, "Invalid params: unknown family or variant, bad weight"), error(-32003, "Unauthorized: needs an admin API key")],
             ],
             [
-                "name": "server.stats", "summary": "Queue depths, latency models and request counts per model.",
+                "name": "server.stats", "summary": "Queue depths, latency models and request counts per model; the selection mode and, per family, the current load split (variant shares) and arrival rate.",
                 "params": [], "result": ["name": "stats", "schema": ["type": "object"]],
             ],
             [

@@ -119,6 +119,11 @@ final class BatchQueue: @unchecked Sendable {
         condition.lock()
         scheduler.adopt(calibration: loaded, parallelOne: parallelOne)
         let limit = scheduler.batchLimit, parallelHelps = scheduler.parallelHelps
+        if let full = loaded[limit] ?? loaded.max(by: { $0.key < $1.key })?.value, full > 0 {
+            let size = loaded[limit] != nil ? limit : (loaded.keys.max() ?? 1)
+            aloneCapacity = Double(max(1, workers) * size) * 1e9 / Double(full)
+            cpuPerItem = Double(full) / Double(size)
+        }
         condition.unlock()
         let perItem = loaded.sorted { $0.key < $1.key }
             .map { String(format: "%d: %.3f", $0.key, Double($0.value) / Double($0.key) / 1e6) }.joined(separator: ", ")
@@ -180,11 +185,40 @@ final class BatchQueue: @unchecked Sendable {
         return Double(scheduler.workers * full) * 1e9 / nanos
     }
 
+    /// Items per second the queue sustains with the model alone on the machine: its workers each running
+    /// full batches on their own core, at the times calibration measured before the model served (so
+    /// unaffected by what else runs); nil before calibration.
+    var aloneCapacityPerSecond: Double? {
+        condition.lock()
+        defer { condition.unlock() }
+        return aloneCapacity
+    }
+    private var aloneCapacity: Double?
+
+    /// CPU time the model's batches have taken so far (worker and engine threads).
+    var engineCPUNanos: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return engineCPU
+    }
+    private var engineCPU: UInt64 = 0
+
+    /// Recent CPU nanoseconds per item of the model's batches, exponentially weighted over batches;
+    /// before the first batch, calibration's time per item of a full batch on one thread. nil before
+    /// calibration.
+    var engineCPUNanosPerItem: Double? {
+        condition.lock()
+        defer { condition.unlock() }
+        return cpuPerItem
+    }
+    private var cpuPerItem: Double?
+
     /// Predicted nanoseconds from `now` until a request queued now would be answered (queue wait plus
     /// its batch's run); nil until the latency model has seen a batch.
     func predictedWaitNanos(now: UInt64) -> UInt64? {
         condition.lock()
         defer { condition.unlock() }
+        scheduler.forgetIfIdle(now: now)
         guard scheduler.latency.isCalibrated else { return nil }
         let done = scheduler.predictedCompletion(now: now, position: scheduler.queueLength)
         return done > now ? done - now : 0
@@ -212,6 +246,7 @@ final class BatchQueue: @unchecked Sendable {
     /// or expire. Nothing is refused on a prediction before the latency model has seen a batch.
     func admit(images: Int, now: UInt64, deadline: UInt64?, decodeAhead: Int, decodeThreads: Int) throws {
         condition.lock()
+        scheduler.forgetIfIdle(now: now)
         if let deadline, !stopping {
             let rounds = (decodeAhead + images + max(1, decodeThreads) - 1) / max(1, decodeThreads)
             let ready = now &+ UInt64(preprocessNanos * Double(rounds))
@@ -306,6 +341,11 @@ final class BatchQueue: @unchecked Sendable {
                 let took = monotonicNanos() - start
                 onBatch(cost)
                 condition.lock()
+                engineCPU &+= cost.cpuNanos
+                if cost.size > 0 && cost.cpuNanos > 0 {
+                    let perItem = Double(cost.cpuNanos) / Double(cost.size)
+                    cpuPerItem = cpuPerItem.map { $0 + 0.05 * (perItem - $0) } ?? perItem
+                }
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
                 condition.broadcast()
             case .expire(let ids):

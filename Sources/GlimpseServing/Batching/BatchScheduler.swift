@@ -70,6 +70,9 @@ public struct BatchScheduler: Sendable {
     public private(set) var latency: LatencyModel
     /// Predicted end of the batches now running.
     private var busyUntil: [UInt64] = []
+    /// The latency model as calibration left it, and when the last batch finished (see `forgetIfIdle`).
+    private var calibratedLatency: LatencyModel?
+    private var lastBatchDone: UInt64 = 0
     /// Exponentially weighted mean gap between arrivals.
     public private(set) var meanInterarrivalNanos: Double = 0
     /// Requests that recent adaptive waits gathered per wait, exponentially weighted. A closed-loop
@@ -127,6 +130,17 @@ public struct BatchScheduler: Sendable {
         if let parallelOne, let serialOne = loaded[1], workers > 1 {
             parallelHelps = Double(parallelOne) < 0.9 * Double(serialOne)
         }
+        calibratedLatency = latency
+    }
+
+    /// After `idleNanos` (100 ms) with nothing queued or running, the latency model goes back to what
+    /// calibration measured. A queue that slow batches taught to predict late answers gets no more
+    /// traffic from variant selection, so no batch would ever correct it; an idle queue's next batch
+    /// starts at once, and its own run teaches the model again.
+    public mutating func forgetIfIdle(now: UInt64, idleNanos: UInt64 = 100_000_000) {
+        guard let calibrated = calibratedLatency, queueLength == 0, busyUntil.isEmpty,
+              now > lastBatchDone, now - lastBatchDone >= idleNanos, latency != calibrated else { return }
+        latency = calibrated
     }
 
     /// Whether the batch just dispatched may use every engine thread. With one worker it always may
@@ -316,6 +330,7 @@ public struct BatchScheduler: Sendable {
     }
 
     public mutating func batchDone(size: Int, durationNanos: UInt64, now: UInt64) {
+        lastBatchDone = max(lastBatchDone, now)
         idleWorkers = min(workers, idleWorkers + 1)
         if let i = busyUntil.indices.min(by: { busyUntil[$0] < busyUntil[$1] }) { busyUntil.remove(at: i) }
         latency.observe(size: size, nanos: Double(durationNanos))

@@ -1,46 +1,61 @@
 import Foundation
 
+/// How a family's variants share its requests.
+public enum SelectionMode: String, Sendable, CaseIterable {
+    /// The most accurate variant up to its capacity, the excess to lighter ones (`VariantSplit`).
+    case split
+    /// One variant at a time, all or nothing, with hysteresis (`VariantSelector`).
+    case `switch`
+}
+
 /// Turns the `model` of a request into the loaded variant that serves it, and says why.
 ///
 /// `model` may name a variant exactly (served as asked, reason `requested`), a family (its variants
-/// compete: an A/B split when one is set, else `VariantSelector`), or `auto` (the default family).
+/// compete: an A/B split when one is set, else `VariantSplit`, or `VariantSelector` with
+/// `--selection switch`), or `auto` (the default family).
 final class FamilyRouter: @unchecked Sendable {
     private let lock = NSLock()
     private var states: [String: VariantSelector.State] = [:]
+    private var splits: [String: VariantSplit.State] = [:]
+    /// The variants (with the capacities) the last split of each family was computed from.
+    private var splitInputs: [String: [VariantSplit.Variant]] = [:]
+    /// Each variant's capacity estimate, smoothed over time (see `smoothedCapacity`).
+    private var capacities: [String: (value: Double, at: UInt64)] = [:]
     /// Images per second asked of each family by name (requests that name a variant are not counted).
     private var rates: [String: ArrivalRate] = [:]
     private var traffic: [String: [(variant: String, weight: Int)]] = [:]
+    /// Requests routed so far (all families, exact variants included) and the CPU each costs outside the engine.
+    private var routed = 0
+    private var overhead = RequestOverhead(cores: Double(max(1, ProcessInfo.processInfo.activeProcessorCount)))
     let policy: VariantSelector.Policy
+    let selection: SelectionMode
+    let splitPolicy: VariantSplit.Policy
 
-    init(policy: VariantSelector.Policy = .init()) { self.policy = policy }
+    init(policy: VariantSelector.Policy = .init(), selection: SelectionMode = .split, splitPolicy: VariantSplit.Policy = .init()) {
+        self.policy = policy
+        self.selection = selection
+        self.splitPolicy = splitPolicy
+    }
 
     struct Route {
         var model: LoadedModel
         var reason: String
     }
 
-    func route(_ requested: String, registry: ModelRegistry, defaultFamily: String?, deadlineNanos: UInt64?,
+    func route(_ requested: String, registry: ModelRegistry, deadlineNanos: UInt64?,
                minAccuracy: Double?, clientID: String?, images: Int = 1, now: UInt64) throws -> Route {
         if let exact = registry.model(named: requested) {
+            lock.lock()
+            noteRequest(images: images, registry: registry, now: now)
+            lock.unlock()
             if let minAccuracy, (exact.metadata.accuracy ?? -1) < minAccuracy {
                 throw ServingError.badParameter("model \(requested) has \(exact.metadata.accuracy.map { "a measured accuracy of \($0)" } ?? "no measured accuracy"), below min_accuracy \(minAccuracy)")
             }
             return Route(model: exact, reason: "requested")
         }
+        // `auto` was turned into the default model by `InferenceService.resolveDefault`.
         let all = registry.all
-        let family: String
-        if requested == "auto" {
-            let families = Set(all.map(\.metadata.family)).sorted()
-            if let defaultFamily {
-                family = defaultFamily
-            } else if families.count == 1 {
-                family = families[0]
-            } else {
-                throw ServingError.badParameter("\"auto\" needs --default-family when several families are loaded (loaded: \(families.joined(separator: ", ")))")
-            }
-        } else {
-            family = requested
-        }
+        let family = requested
         let variants = all.filter { $0.metadata.family == family }
         guard !variants.isEmpty else {
             let known = (Set(all.map(\.name)).union(all.map(\.metadata.family))).sorted().joined(separator: ", ")
@@ -52,6 +67,7 @@ final class FamilyRouter: @unchecked Sendable {
         }
         lock.lock()
         defer { lock.unlock() }
+        noteRequest(images: images, registry: registry, now: now)
         rates[family, default: ArrivalRate()].observe(count: images, now: now)
         let arrivalRate = rates[family]?.rate(at: now)
         if let arms = traffic[family], let arm = pickArm(arms, clientID: clientID),
@@ -63,14 +79,85 @@ final class FamilyRouter: @unchecked Sendable {
             if let deadline = deadlineNanos, let p = predicted { missesDeadline = p > deadline }
             if !missesDeadline { return Route(model: model, reason: "ab_split") }
         }
+        if selection == .split {
+            // Capacities end to end: the lower of what the cores sustain in CPU time (the engine's CPU
+            // per item plus each request's CPU outside it) and what the variant's workers sustain at
+            // their recent batch times (which a machine shared with other work slows down).
+            let split = variants.map { v -> VariantSplit.Variant in
+                let cpu = v.queue.engineCPUNanosPerItem.flatMap { overhead.capacity(engineCPUNanosPerItem: $0) }
+                let workers = v.queue.capacityPerSecond ?? v.queue.aloneCapacityPerSecond
+                let capacity = [cpu, workers].compactMap { $0 }.min().map { smoothedCapacity(v.name, $0, now: now) }
+                return VariantSplit.Variant(name: v.name, accuracy: v.metadata.accuracy, capacityPerSecond: capacity,
+                                            predictedNanos: candidates.first { $0.name == v.name }?.predictedNanos)
+            }
+            let previous = splits[family] ?? .init()
+            guard let choice = VariantSplit.select(split, arrivalRate: arrivalRate, deadlineNanos: deadlineNanos, minAccuracy: minAccuracy,
+                                                   clientID: clientID, state: previous, now: now, policy: splitPolicy),
+                  let model = variants.first(where: { $0.name == choice.name }) else {
+                throw noVariant(family, variants, minAccuracy)
+            }
+            splits[family] = choice.state
+            splitInputs[family] = split
+            if choice.state.shares != previous.shares {
+                for s in choice.state.shares { ServingMetrics.splitShare(family: family, variant: s.name, share: s.share) }
+            }
+            return Route(model: model, reason: choice.reason.rawValue)
+        }
         guard let choice = VariantSelector.select(candidates, deadlineNanos: deadlineNanos, minAccuracy: minAccuracy,
                                                   state: states[family] ?? .init(), now: now, arrivalRate: arrivalRate, policy: policy),
               let model = variants.first(where: { $0.name == choice.name }) else {
-            let best = variants.compactMap(\.metadata.accuracy).max()
-            throw ServingError.badParameter("no variant of \(family) meets min_accuracy \(minAccuracy ?? 0) (best measured: \(best.map { "\($0)" } ?? "none"))")
+            throw noVariant(family, variants, minAccuracy)
         }
         states[family] = choice.state
         return Route(model: model, reason: choice.reason.rawValue)
+    }
+
+    /// A variant's capacity estimate, exponentially smoothed over time (about a second, as the arrival
+    /// rate): the batch times it comes from move with every batch, and the split should follow the
+    /// load, not that noise (under the lock).
+    private func smoothedCapacity(_ name: String, _ raw: Double, now: UInt64) -> Double {
+        guard let last = capacities[name], now > last.at else {
+            if capacities[name] == nil { capacities[name] = (raw, now) }
+            return capacities[name]?.value ?? raw
+        }
+        let w = 1 - exp(-Double(now - last.at) / 1e9)
+        let value = last.value + w * (raw - last.value)
+        capacities[name] = (value, now)
+        return value
+    }
+
+    /// Counts a request (under the lock) and, once a window has passed, samples the CPU clocks.
+    private func noteRequest(images: Int, registry: ModelRegistry, now: UInt64) {
+        routed += max(1, images)
+        guard selection == .split, overhead.isDue(now: now) else { return }
+        let engine = registry.all.reduce(UInt64(0)) { $0 &+ $1.queue.engineCPUNanos }
+        overhead.observe(now: now, processCPU: CPUClock.process(), engineCPU: engine, requests: routed)
+    }
+
+    /// Non-engine CPU nanoseconds per image request, as the split counts it (nil until measured).
+    var overheadCPUNanosPerRequest: Double? {
+        lock.lock()
+        defer { lock.unlock() }
+        return overhead.cpuNanosPerRequest
+    }
+
+    private func noVariant(_ family: String, _ variants: [LoadedModel], _ minAccuracy: Double?) -> ServingError {
+        let best = variants.compactMap(\.metadata.accuracy).max()
+        return ServingError.badParameter("no variant of \(family) meets min_accuracy \(minAccuracy ?? 0) (best measured: \(best.map { "\($0)" } ?? "none"))")
+    }
+
+    /// Per family: the split in force (variant → share), the arrival rate it follows (images per second,
+    /// now) and the capacities it was computed from (images per second; 0 when unknown). Empty with
+    /// `--selection switch`.
+    func splitSnapshot(now: UInt64) -> [String: (shares: [String: Double], arrivalRate: Double, capacities: [String: Double])] {
+        lock.lock()
+        defer { lock.unlock() }
+        var out: [String: (shares: [String: Double], arrivalRate: Double, capacities: [String: Double])] = [:]
+        for (family, state) in splits {
+            let capacities = Dictionary((splitInputs[family] ?? []).map { ($0.name, $0.capacityPerSecond ?? 0) }, uniquingKeysWith: { a, _ in a })
+            out[family] = (Dictionary(uniqueKeysWithValues: state.shares.map { ($0.name, $0.share) }), rates[family]?.rate(at: now) ?? 0, capacities)
+        }
+        return out
     }
 
     /// Sets (or, with no weights, clears) the A/B split of a family: variant name → weight.

@@ -53,7 +53,7 @@ final class LoadDriver: H2LoopDriver, H2StreamSink {
                 guard let measured = phase.admit(intendedNs: intended) else { break }
                 sentThisTick += 1
                 if outstanding >= maxOutstanding {
-                    if measured { results.recorder.recordDropped(reason: "client_backlog") }
+                    if measured { results.recorder.recordDropped(reason: "client_backlog", intendedNs: intended, measureStartNs: phase.measureStartNs) }
                     continue
                 }
                 send(on: connection, intended: intended, measured: measured)
@@ -75,23 +75,26 @@ final class LoadDriver: H2LoopDriver, H2StreamSink {
                 return (H2HeaderBlock(request.headerList, borrowed: true), request.body)
             }
         }
-        let request = requests[sendIndex % requests.count]
+        let index = sendIndex % requests.count
+        let request = requests[index]
         sendIndex &+= 1
         outstanding += 1
         if measured { results.recorder.started += 1 }
-        connection.submitOnLoop(block: request.block, body: request.body, submitted: intended, tag: intended, flag: measured)
+        // `submitted` is the intended send time; the tag says which body went (for its expected labels).
+        connection.submitOnLoop(block: request.block, body: request.body, submitted: intended, tag: UInt64(index), flag: measured)
     }
 
-    /// A completion of a request sent by `send` (`tag`: its intended time; `flag`: whether it is measured).
+    /// A completion of a request sent by `send` (`timing.submitted`: its intended time; `tag`: its body's
+    /// index in the corpus; `flag`: whether it is measured).
     func streamFinished(_ state: H2StreamState, timing: H2Timing) {
         outstanding -= 1
         if state.flag {
             let before = results.recorder.succeeded
             if let failure = state.failure {
-                results.recorder.record(.failure(failure), intendedNs: state.tag, timing: timing, measureStartNs: phase.measureStartNs)
+                results.recorder.record(.failure(failure), intendedNs: timing.submitted, timing: timing, measureStartNs: phase.measureStartNs)
             } else {
-                results.recorder.recordResponse(status: state.status, body: state.body, intendedNs: state.tag, timing: timing,
-                                        measureStartNs: phase.measureStartNs)
+                results.recorder.recordResponse(status: state.status, body: state.body, intendedNs: timing.submitted, timing: timing,
+                                                measureStartNs: phase.measureStartNs, bodyIndex: Int(state.tag))
             }
             pendingCompleted += 1
             if results.recorder.succeeded == before { pendingFailed += 1 }

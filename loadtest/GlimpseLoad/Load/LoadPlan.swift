@@ -10,6 +10,9 @@ public struct LoadPlan: Sendable {
     /// The request source: a folder of images (classify calls), a JSON body file, or a plain request.
     public enum Source: Sendable {
         case images(String, ClassifyOptions)
+        /// Labelled images (`LabelledImages.load`: a folder of class subfolders, or a mapping file over
+        /// the images of a folder), sent in an order shuffled by the seed; answers are checked.
+        case labelled(labels: String, images: String?, ClassifyOptions, seed: UInt64)
         case bodyFile(String)
         case plain(method: String)
     }
@@ -37,6 +40,9 @@ public struct LoadPlan: Sendable {
         switch source {
         case .images(let folder, let options):
             corpus = try .classify(imagesIn: URL(fileURLWithPath: folder), options: options, path: path)
+        case .labelled(let labels, let images, let options, let seed):
+            let items = try LabelledImages.load(labels: labels, imagesFolder: images).shuffled(seed: seed)
+            corpus = try .classify(labelled: items, options: options, path: path)
         case .bodyFile(let file):
             corpus = try .bodyFile(URL(fileURLWithPath: file), path: path)
         case .plain(let method):

@@ -38,6 +38,38 @@ public struct LoadRecorder: Sendable {
     /// latency counted from the intended send time.
     public var sloMicros: UInt64?
     public var withinSLO = 0
+    /// Per body of the corpus, the true class of each image it sends (empty: unlabelled; see
+    /// `RequestCorpus.expectedLabels`). Answers whose top-1 label matches are counted as correct.
+    public var expectedLabels: [[String]] = []
+    /// Per-image answers of successful requests that had an expected label, those whose top-1 label
+    /// was right, and of those the ones answered within the SLO.
+    public var labelledAnswers = 0
+    public var correct = 0
+    public var correctWithinSLO = 0
+    /// Correct answers by variant (with `variants`, the accuracy of each variant's answers).
+    public var variantCorrect: [String: Int] = [:]
+    /// Per second of intended send time since measurement start: requests offered, successes within the
+    /// SLO, and correct answers within the SLO (images).
+    public var perSecond: [SecondCounts] = []
+
+    public struct SecondCounts: Sendable, Equatable {
+        public var offered = 0
+        public var withinSLO = 0
+        public var correctWithinSLO = 0
+        public init(offered: Int = 0, withinSLO: Int = 0, correctWithinSLO: Int = 0) {
+            self.offered = offered
+            self.withinSLO = withinSLO
+            self.correctWithinSLO = correctWithinSLO
+        }
+    }
+
+    private mutating func countOffered(intendedNs: UInt64, measureStartNs: UInt64) -> Int {
+        let second = intendedNs > measureStartNs ? Int((intendedNs - measureStartNs) / 1_000_000_000) : 0
+        if second >= perSecond.count { perSecond.append(contentsOf: repeatElement(SecondCounts(), count: second + 1 - perSecond.count)) }
+        perSecond[second].offered += 1
+        return second
+    }
+
     /// JSON-RPC calls answered plus images classified beyond the first of a call (one entry per result or error).
     public var calls = 0
     public var bytesReceived = 0
@@ -187,20 +219,24 @@ public struct LoadRecorder: Sendable {
     static func micros(_ ns: UInt64) -> UInt64 { min(max(ns / 1000, 1), highestMicros) }
 
     /// Records one measured request. `intendedNs` is when it should have been sent.
-    public mutating func record(_ result: Result<H2Response, H2Error>, intendedNs: UInt64, timing: H2Timing, measureStartNs: UInt64) {
+    public mutating func record(_ result: Result<H2Response, H2Error>, intendedNs: UInt64, timing: H2Timing, measureStartNs: UInt64,
+                                bodyIndex: Int = -1) {
         switch result {
         case .failure(let error):
             completed += 1
+            _ = countOffered(intendedNs: intendedNs, measureStartNs: measureStartNs)
             lastCompletionNs = max(lastCompletionNs, timing.completed)
             byTransportError[error.label, default: 0] += 1
         case .success(let response):
-            recordResponse(status: response.status, body: response.body, intendedNs: intendedNs, timing: timing, measureStartNs: measureStartNs)
+            recordResponse(status: response.status, body: response.body, intendedNs: intendedNs, timing: timing, measureStartNs: measureStartNs,
+                           bodyIndex: bodyIndex)
         }
     }
 
     /// Records one measured request that got a response.
-    mutating func recordResponse(status: Int, body: [UInt8], intendedNs: UInt64, timing: H2Timing, measureStartNs: UInt64) {
+    mutating func recordResponse(status: Int, body: [UInt8], intendedNs: UInt64, timing: H2Timing, measureStartNs: UInt64, bodyIndex: Int = -1) {
         completed += 1
+        let offeredSecond = countOffered(intendedNs: intendedNs, measureStartNs: measureStartNs)
         lastCompletionNs = max(lastCompletionNs, timing.completed)
         bytesReceived += body.count
         countStatus(status)
@@ -222,7 +258,26 @@ public struct LoadRecorder: Sendable {
         succeeded += 1
         let total = Self.micros(timing.completed &- min(intendedNs, timing.completed))
         _ = latency.record(total)
-        if let slo = sloMicros, total <= slo { withinSLO += 1 }
+        var inTime = false
+        if let slo = sloMicros, total <= slo {
+            withinSLO += 1
+            perSecond[offeredSecond].withinSLO += 1
+            inTime = true
+        }
+        if !expectedLabels.isEmpty && bodyIndex >= 0 {
+            let expected = expectedLabels[bodyIndex % expectedLabels.count]
+            let results = sameShape ? shape.outcome.results : scratch.results
+            for (k, result) in results.enumerated() where k < expected.count {
+                labelledAnswers += 1
+                guard result.label == expected[k] else { continue }
+                correct += 1
+                variantCorrect[result.variant ?? "(none)", default: 0] += 1
+                if inTime {
+                    correctWithinSLO += 1
+                    perSecond[offeredSecond].correctWithinSLO += 1
+                }
+            }
+        }
         if timing.headersSent > 0 {
             _ = serviceTime.record(Self.micros(timing.completed &- min(timing.headersSent, timing.completed)))
         }
@@ -242,8 +297,9 @@ public struct LoadRecorder: Sendable {
     }
 
     /// A request that was never sent (client backlog full); counted as an error.
-    public mutating func recordDropped(reason: String) {
+    public mutating func recordDropped(reason: String, intendedNs: UInt64 = 0, measureStartNs: UInt64 = 0) {
         completed += 1
+        _ = countOffered(intendedNs: intendedNs, measureStartNs: measureStartNs)
         dropped += 1
         byTransportError[reason, default: 0] += 1
     }
@@ -258,6 +314,19 @@ public struct LoadRecorder: Sendable {
         succeeded += other.succeeded
         dropped += other.dropped
         withinSLO += other.withinSLO
+        labelledAnswers += other.labelledAnswers
+        correct += other.correct
+        correctWithinSLO += other.correctWithinSLO
+        variantCorrect.merge(other.variantCorrect, uniquingKeysWith: +)
+        if expectedLabels.isEmpty { expectedLabels = other.expectedLabels }
+        if other.perSecond.count > perSecond.count {
+            perSecond.append(contentsOf: repeatElement(SecondCounts(), count: other.perSecond.count - perSecond.count))
+        }
+        for (i, c) in other.perSecond.enumerated() {
+            perSecond[i].offered += c.offered
+            perSecond[i].withinSLO += c.withinSLO
+            perSecond[i].correctWithinSLO += c.correctWithinSLO
+        }
         sloMicros = sloMicros ?? other.sloMicros
         calls += other.calls
         bytesReceived += other.bytesReceived

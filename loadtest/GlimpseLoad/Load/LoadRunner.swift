@@ -27,6 +27,7 @@ public enum LoadRunner {
         if let slo = config.sloMs {
             for shared in recorders { shared.recorder.sloMicros = UInt64((slo * 1000).rounded()) }
         }
+        for shared in recorders { shared.recorder.expectedLabels = corpus.expectedLabels }
         for i in connections.indices {
             let share = config.maxRequests / config.connections + (i < config.maxRequests % config.connections ? 1 : 0)
             let phase = RunPhase(startNs: start, warmup: config.warmup, duration: config.duration,

@@ -39,6 +39,8 @@ public struct RequestCorpus: Sendable {
     public let bodies: [[UInt8]]
     /// JSON-RPC calls per request (for per-call accounting).
     public let callsPerRequest: Int
+    /// Per body, the true class of each image it sends, in the order of the answers (empty: unlabelled).
+    public var expectedLabels: [[String]] = []
     /// Requests with their header blocks encoded, per authority (built lazily by `prepare`).
     private var prepared: [H2Request] = []
     private var preparedAuthority = ""
@@ -80,27 +82,51 @@ public struct RequestCorpus: Sendable {
         return classify(base64Images: encoded, options: options, path: path, maxBodies: maxBodies)
     }
 
-    /// `classify` calls over already-encoded images.
-    public static func classify(base64Images: [String], options: ClassifyOptions, path: String = "/rpc", maxBodies: Int = 64) -> RequestCorpus {
+    /// `classify` calls over labelled images (in the given order, one body per call group, all of them
+    /// up to `maxBodies`), with the true class of each image kept per body for `expectedLabels`.
+    public static func classify(labelled: LabelledImages, options: ClassifyOptions, path: String = "/rpc",
+                                maxBodies: Int = 100_000) throws -> RequestCorpus {
+        try options.validate()
+        var encoded: [String] = []
+        var labels: [String] = []
+        for item in labelled.items {
+            guard let data = try? Data(contentsOf: URL(fileURLWithPath: item.path)) else { throw LoadConfigError("cannot read image \(item.path)") }
+            encoded.append(data.base64EncodedString())
+            labels.append(item.label)
+        }
+        guard !encoded.isEmpty else { throw LoadConfigError("no labelled images") }
+        return classify(base64Images: encoded, labels: labels, options: options, path: path, maxBodies: maxBodies)
+    }
+
+    /// `classify` calls over already-encoded images (with `labels`, one per image, kept per body).
+    public static func classify(base64Images: [String], labels: [String]? = nil, options: ClassifyOptions, path: String = "/rpc",
+                                maxBodies: Int = 64) -> RequestCorpus {
         let perRequest = options.imagesPerCall * options.rpcBatch
         let count = max(1, min(maxBodies, (base64Images.count + perRequest - 1) / perRequest))
         var bodies: [[UInt8]] = []
+        var expected: [[String]] = []
         var cursor = 0
         for _ in 0..<count {
             var calls: [String] = []
+            var bodyLabels: [String] = []
             for call in 0..<options.rpcBatch {
                 var picks: [String] = []
                 for _ in 0..<options.imagesPerCall {
-                    picks.append(base64Images[cursor % max(base64Images.count, 1)])
+                    let i = cursor % max(base64Images.count, 1)
+                    picks.append(base64Images[i])
+                    if let labels { bodyLabels.append(labels[i]) }
                     cursor += 1
                 }
                 calls.append(classifyCall(id: call + 1, images: picks, options: options))
             }
             let text = options.rpcBatch == 1 ? calls[0] : "[" + calls.joined(separator: ",") + "]"
             bodies.append(Array(text.utf8))
+            expected.append(bodyLabels)
         }
-        return RequestCorpus(method: "POST", path: path, headers: [("content-type", "application/json")], bodies: bodies,
-                             callsPerRequest: options.rpcBatch)
+        var corpus = RequestCorpus(method: "POST", path: path, headers: [("content-type", "application/json")], bodies: bodies,
+                                   callsPerRequest: options.rpcBatch)
+        if labels != nil { corpus.expectedLabels = expected }
+        return corpus
     }
 
     static func classifyCall(id: Int, images: [String], options: ClassifyOptions) -> String {

@@ -7,6 +7,8 @@ public struct ResponseOutcome: Equatable, Sendable {
         public var queueMs: Double?
         public var inferenceMs: Double?
         public var batchSize: Int?
+        /// The label of the first (top-1) prediction.
+        public var label: String?
     }
     public struct CallError: Equatable, Sendable {
         public var code: Int
@@ -76,10 +78,12 @@ public enum ResponseInspector {
                 let perImage = (result as? [Any]) ?? ((result as? [String: Any])?["results"] as? [Any]) ?? [result]
                 for case let item as [String: Any] in perImage {
                     let timing = item["timing_ms"] as? [String: Any]
+                    let top = (item["predictions"] as? [Any])?.first as? [String: Any]
                     outcome.results.append(.init(variant: item["variant"] as? String,
                                                  queueMs: (timing?["queue"] as? NSNumber)?.doubleValue,
                                                  inferenceMs: (timing?["inference"] as? NSNumber)?.doubleValue,
-                                                 batchSize: (item["batch_size"] as? NSNumber)?.intValue))
+                                                 batchSize: (item["batch_size"] as? NSNumber)?.intValue,
+                                                 label: top?["label"] as? String))
                 }
             }
         }
@@ -303,6 +307,14 @@ struct FastJSONScanner {
                     case .notNumber: guard skipValue(depth: depth) else { return false }
                     case .decimal, .unsure: return false
                     }
+                } else if Self.keyIs(key, n, "predictions") {
+                    guard seen & 16 == 0 else { return false }
+                    seen |= 16
+                    if byte == UInt8(ascii: "[") {
+                        guard topLabel(&entry.label, depth: depth + 1) else { return false }
+                    } else {
+                        guard skipValue(depth: depth) else { return false }
+                    }
                 } else if lookForResults && Self.keyIs(key, n, "results") {
                     guard seen & 8 == 0 else { return false }
                     seen |= 8
@@ -324,6 +336,49 @@ struct FastJSONScanner {
         }
         if perImage == nil { outcome.results.append(entry) }
         return true
+    }
+
+    /// `"predictions": [{"label": ...}, ...]` (at `[`): the first prediction's label; the rest is skipped.
+    private mutating func topLabel(_ label: inout String?, depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        p += 1
+        skipSpace()
+        if byte == UInt8(ascii: "]") { p += 1; return true }
+        var first = true
+        while true {
+            skipSpace()
+            if first && byte == UInt8(ascii: "{") {
+                var seen = false
+                p += 1
+                guard firstMember() else { return false }
+                if byte == UInt8(ascii: "}") {
+                    p += 1
+                } else {
+                    while true {
+                        guard let (key, n) = memberKey() else { return false }
+                        if Self.keyIs(key, n, "label") {
+                            guard !seen else { return false }
+                            seen = true
+                            if byte == UInt8(ascii: "\"") {
+                                guard let (start, count) = string() else { return false }
+                                label = String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+                            } else {
+                                guard skipValue(depth: depth + 1) else { return false }
+                            }
+                        } else {
+                            guard skipValue(depth: depth + 1) else { return false }
+                        }
+                        guard let last = endOfElement(close: UInt8(ascii: "}")) else { return false }
+                        if last { break }
+                    }
+                }
+            } else {
+                guard skipValue(depth: depth) else { return false }
+            }
+            first = false
+            guard let last = endOfElement(close: UInt8(ascii: "]")) else { return false }
+            if last { return true }
+        }
     }
 
     /// `"timing_ms": {"queue": ..., "inference": ...}` (at `{`).

@@ -91,6 +91,15 @@ public struct TimelinePoint: Codable, Equatable, Sendable {
     public var max: Double
     /// Per-image results of the second's successful requests by variant (nil when none named one).
     public var variants: [String: Int]?
+    /// Requests whose intended send time fell in this second, and of them the successes within the SLO
+    /// (nil without an SLO) and their share.
+    public var offered: Int?
+    public var withinSLO: Int?
+    public var sloAttainment: Double?
+    /// With labels: correct top-1 answers within the SLO among the images of this second's offered
+    /// requests, and their share of those images.
+    public var correctWithinSLO: Int?
+    public var effectiveAccuracy: Double?
 }
 
 /// The figures of one run (one point of a sweep), ready for the table, CSV, JSON and SVG.
@@ -127,6 +136,18 @@ public struct RunResult: Codable, Equatable, Sendable {
     public var sloAttainment: Double?
     /// Open loop: the rate changes during the run.
     public var rateSteps: [RateStep]?
+    /// With labels (`--labels`): images offered (offered requests × images per request), answers with
+    /// a label, correct top-1 answers, and those within the SLO (all successes without an SLO).
+    public var labelledOffered: Int?
+    public var labelledAnswers: Int?
+    public var correct: Int?
+    public var correctWithinSLO: Int?
+    /// `correctWithinSLO / labelledOffered`: the share of all offered images answered right and in time.
+    public var effectiveAccuracy: Double?
+    /// `correct / labelledAnswers`: the accuracy of the answers given, whatever their latency.
+    public var answeredAccuracy: Double?
+    /// Per variant: the share of its answers that were correct.
+    public var variantAccuracy: [String: Double]?
 
     public init(mode: LoadMode, connections: Int, recorder r: LoadRecorder, measureStartNs: UInt64, measureEndNs: UInt64) {
         self.mode = mode.label
@@ -151,11 +172,48 @@ public struct RunResult: Codable, Equatable, Sendable {
         byTransportError = r.byTransportError
         variants = r.variants
         let secondVariants = r.timelineVariants
-        timeline = r.timeline.keys.sorted().compactMap { second in
-            guard let h = r.timeline[second] else { return nil }
-            let stats = HistogramStats(h, percentiles: [50, 99])
-            return TimelinePoint(second: second, count: h.totalCount, p50: Double(stats.values[0]) / 1000,
-                                 p99: Double(stats.values[1]) / 1000, max: Double(h.max) / 1000, variants: secondVariants[second])
+        let timelineSeconds = r.timeline
+        let perImage = r.expectedLabels.first?.count ?? 0
+        let labelled = !r.expectedLabels.isEmpty && perImage > 0
+        let hasSLO = r.sloMicros != nil
+        let seconds = Set(timelineSeconds.keys).union(r.perSecond.indices.filter { r.perSecond[$0].offered > 0 })
+        timeline = seconds.sorted().map { second in
+            var point = TimelinePoint(second: second, count: 0, p50: 0, p99: 0, max: 0, variants: secondVariants[second])
+            if let h = timelineSeconds[second] {
+                let stats = HistogramStats(h, percentiles: [50, 99])
+                point.count = h.totalCount
+                point.p50 = Double(stats.values[0]) / 1000
+                point.p99 = Double(stats.values[1]) / 1000
+                point.max = Double(h.max) / 1000
+            }
+            if second < r.perSecond.count {
+                let c = r.perSecond[second]
+                point.offered = c.offered
+                if hasSLO {
+                    point.withinSLO = c.withinSLO
+                    point.sloAttainment = c.offered > 0 ? Double(c.withinSLO) / Double(c.offered) : nil
+                }
+                if labelled {
+                    point.correctWithinSLO = c.correctWithinSLO
+                    point.effectiveAccuracy = c.offered > 0 ? Double(c.correctWithinSLO) / Double(c.offered * perImage) : nil
+                }
+            }
+            return point
+        }
+        if labelled {
+            let images = (r.started + r.dropped) * perImage
+            labelledOffered = images
+            labelledAnswers = r.labelledAnswers
+            correct = r.correct
+            // Without an SLO every success counts as in time.
+            correctWithinSLO = hasSLO ? r.correctWithinSLO : r.correct
+            effectiveAccuracy = images > 0 ? Double(correctWithinSLO ?? 0) / Double(images) : 0
+            answeredAccuracy = r.labelledAnswers > 0 ? Double(r.correct) / Double(r.labelledAnswers) : nil
+            var byVariant: [String: Double] = [:]
+            for (variant, answers) in r.variants where answers > 0 {
+                byVariant[variant] = Double(r.variantCorrect[variant, default: 0]) / Double(answers)
+            }
+            variantAccuracy = byVariant
         }
         offered = r.started + r.dropped
         if let slo = r.sloMicros {

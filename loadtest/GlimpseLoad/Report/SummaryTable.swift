@@ -23,7 +23,20 @@ public enum SummaryTable {
             if let slo = r.sloMs, let within = r.withinSLO, let offered = r.offered {
                 out += "  within \(fmt(slo, slo == slo.rounded() ? 0 : 1)) ms (SLO): \(within) of \(offered) offered (\(fmt(100 * (r.sloAttainment ?? 0)))%)\n"
             }
-            if !r.variants.isEmpty { out += "  variants: " + list(r.variants) + "\n" }
+            if let effective = r.effectiveAccuracy, let images = r.labelledOffered, let right = r.correctWithinSLO {
+                let within = r.sloMs.map { "within \(fmt($0, $0 == $0.rounded() ? 0 : 1)) ms" } ?? "answered"
+                out += "  effective accuracy (correct top-1 \(within), of all offered images): \(right) of \(images) (\(fmt(100 * effective))%)"
+                if let answered = r.answeredAccuracy { out += "; accuracy of the answers: \(fmt(100 * answered))%" }
+                out += "\n"
+            }
+            if !r.variants.isEmpty {
+                let total = Double(r.variants.values.reduce(0, +))
+                out += "  variants: " + r.variants.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { v in
+                    var cell = "\(v.key)=\(v.value) (\(fmt(100 * Double(v.value) / max(total, 1), 1))%"
+                    if let a = r.variantAccuracy?[v.key] { cell += ", \(fmt(100 * a))% correct" }
+                    return cell + ")"
+                }.joined(separator: " ") + "\n"
+            }
             if !r.byStatus.isEmpty { out += "  HTTP status: " + list(r.byStatus) + "\n" }
             if !r.byRPCError.isEmpty { out += "  JSON-RPC errors (code reason): " + list(r.byRPCError) + "\n" }
             if !r.byTransportError.isEmpty { out += "  transport errors: " + list(r.byTransportError) + "\n" }

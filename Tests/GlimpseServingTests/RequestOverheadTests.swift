@@ -1,0 +1,38 @@
+@testable import GlimpseServing
+import XCTest
+
+/// The CPU a request costs outside the engine, from made-up clock readings.
+final class RequestOverheadTests: XCTestCase {
+    let second: UInt64 = 1_000_000_000
+
+    func testWindowsOfEnoughRequestsSetTheEstimate() {
+        var o = RequestOverhead(cores: 2, windowNanos: second, minRequests: 50, weight: 0.5)
+        XCTAssertTrue(o.isDue(now: 0))
+        o.observe(now: 0, processCPU: 0, engineCPU: 0, requests: 0)
+        XCTAssertNil(o.cpuNanosPerRequest)
+        XCTAssertFalse(o.isDue(now: second / 2))
+        // 1000 requests; 1.5 s of process CPU, 1.2 s of it in the engines: 300 µs each outside them.
+        o.observe(now: second, processCPU: 1_500_000_000, engineCPU: 1_200_000_000, requests: 1000)
+        XCTAssertEqual(o.cpuNanosPerRequest ?? 0, 300_000, accuracy: 1e-6)
+        // Too few requests in a window: the estimate stays.
+        o.observe(now: 2 * second, processCPU: 1_600_000_000, engineCPU: 1_200_000_000, requests: 1010)
+        XCTAssertEqual(o.cpuNanosPerRequest ?? 0, 300_000, accuracy: 1e-6)
+        // 100 µs per request in the next: halfway there.
+        o.observe(now: 3 * second, processCPU: 1_700_000_000, engineCPU: 1_200_000_000, requests: 2010)
+        XCTAssertEqual(o.cpuNanosPerRequest ?? 0, 200_000, accuracy: 1e-6)
+        // Engine time above the process's (clock skew) counts as none outside it, never negative.
+        o.observe(now: 4 * second, processCPU: 1_800_000_000, engineCPU: 2_000_000_000, requests: 3010)
+        XCTAssertEqual(o.cpuNanosPerRequest ?? 0, 100_000, accuracy: 1e-6)
+    }
+
+    func testCapacityFollowsCPUTime() {
+        var o = RequestOverhead(cores: 2, windowNanos: second, minRequests: 50, weight: 1)
+        XCTAssertEqual(o.capacity(engineCPUNanosPerItem: 1_000_000) ?? 0, 2000, accuracy: 1e-9, "2 cores, 1 ms each, no overhead known")
+        o.observe(now: 0, processCPU: 0, engineCPU: 0, requests: 0)
+        o.observe(now: second, processCPU: 1_000_000_000, engineCPU: 750_000_000, requests: 1000)
+        XCTAssertEqual(o.cpuNanosPerRequest ?? 0, 250_000, accuracy: 1e-6)
+        // 2 cores / (1 ms + 0.25 ms) per request.
+        XCTAssertEqual(o.capacity(engineCPUNanosPerItem: 1_000_000) ?? 0, 1600, accuracy: 1e-9)
+        XCTAssertNil(o.capacity(engineCPUNanosPerItem: 0))
+    }
+}
