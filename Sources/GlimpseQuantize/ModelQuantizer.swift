@@ -56,19 +56,7 @@ public enum ModelQuantizer {
             }
         }
 
-        var names = Set<String>()
-        for n in file.nodes { names.formUnion(n.inputs); names.formUnion(n.outputs) }
-        for t in file.initializers { names.insert(t.name) }
-        for i in file.inputs { names.insert(i.name) }
-        func fresh(_ base: String) -> String {
-            var candidate = base, k = 1
-            while names.contains(candidate) {
-                k += 1
-                candidate = "\(base)_\(k)"
-            }
-            names.insert(candidate)
-            return candidate
-        }
+        var names = FreshNames(file)
 
         var newInitializers: [ProtoWriter] = []
         var newNodes: [ProtoWriter] = []
@@ -90,21 +78,21 @@ public enum ModelQuantizer {
             case .fp16:
                 let bits = WeightQuantization.float16Bits(w)
                 for i in w.indices { restored[i] = Float(Float16(bitPattern: UInt16(bits[2 * i]) | UInt16(bits[2 * i + 1]) << 8)) }
-                let stored = fresh(t.name + "_fp16")
+                let stored = names.make(t.name + "_fp16")
                 newInitializers.append(ONNXEncoding.tensor(name: stored, dims: t.dims, type: .float16, raw: bits))
-                newNodes.append(ONNXEncoding.node("Cast", inputs: [stored], outputs: [t.name], name: fresh(t.name + "_cast"),
+                newNodes.append(ONNXEncoding.node("Cast", inputs: [stored], outputs: [t.name], name: names.make(t.name + "_cast"),
                                                   ints: [("to", ONNXEncoding.DataType.float.rawValue)]))
             case .int8Linear:
                 let (q, scales) = WeightQuantization.symmetricInt8(w, dims: t.dims, axis: axis)
                 let inner = t.dims[(axis + 1)...].reduce(1, *)
                 for i in w.indices { restored[i] = Float(Int8(bitPattern: q[i])) * scales[(i / inner) % scales.count] }
-                let qName = fresh(t.name + "_quantized"), sName = fresh(t.name + "_scale"), zName = fresh(t.name + "_zero_point")
+                let qName = names.make(t.name + "_quantized"), sName = names.make(t.name + "_scale"), zName = names.make(t.name + "_zero_point")
                 newInitializers.append(ONNXEncoding.tensor(name: qName, dims: t.dims, type: .int8, raw: q))
                 newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
                 newInitializers.append(ONNXEncoding.tensor(name: zName, dims: [scales.count], type: .int8,
                                                            raw: [UInt8](repeating: 0, count: scales.count)))
                 newNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [t.name],
-                                                  name: fresh(t.name + "_dequantize"), ints: [("axis", Int64(axis))]))
+                                                  name: names.make(t.name + "_dequantize"), ints: [("axis", Int64(axis))]))
             case .int8Static:
                 continue   // rejected above
             case .int8KMeans(let bits):
@@ -121,22 +109,22 @@ public enum ModelQuantizer {
                 let (lut, indices) = WeightQuantization.kmeans(normalized, k: 1 << bits, maxIterations: options.kmeansIterations,
                                                                initialization: options.kmeansInitialization)
                 for i in w.indices { restored[i] = lut[Int(indices[i])] * (options.kmeansChannelScales ? scales[(i / inner) % channels] : 1) }
-                let iName = fresh(t.name + "_indices"), lName = fresh(t.name + "_lut"), cName = fresh(t.name + "_indices_int32")
+                let iName = names.make(t.name + "_indices"), lName = names.make(t.name + "_lut"), cName = names.make(t.name + "_indices_int32")
                 newInitializers.append(ONNXEncoding.tensor(name: iName, dims: t.dims, type: .uint8, raw: indices))
                 newInitializers.append(ONNXEncoding.floatTensor(name: lName, dims: [lut.count], values: lut))
-                newNodes.append(ONNXEncoding.node("Cast", inputs: [iName], outputs: [cName], name: fresh(t.name + "_cast"),
+                newNodes.append(ONNXEncoding.node("Cast", inputs: [iName], outputs: [cName], name: names.make(t.name + "_cast"),
                                                   ints: [("to", ONNXEncoding.DataType.int32.rawValue)]))
                 if options.kmeansChannelScales {
-                    let gName = fresh(t.name + "_shared"), sName = fresh(t.name + "_channel_scale")
+                    let gName = names.make(t.name + "_shared"), sName = names.make(t.name + "_channel_scale")
                     var scaleDims = [Int](repeating: 1, count: t.dims.count)
                     scaleDims[axis] = channels
                     newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: scaleDims, values: scales))
                     newNodes.append(ONNXEncoding.node("Gather", inputs: [lName, cName], outputs: [gName],
-                                                      name: fresh(t.name + "_lookup"), ints: [("axis", 0)]))
-                    newNodes.append(ONNXEncoding.node("Mul", inputs: [gName, sName], outputs: [t.name], name: fresh(t.name + "_scale")))
+                                                      name: names.make(t.name + "_lookup"), ints: [("axis", 0)]))
+                    newNodes.append(ONNXEncoding.node("Mul", inputs: [gName, sName], outputs: [t.name], name: names.make(t.name + "_scale")))
                 } else {
                     newNodes.append(ONNXEncoding.node("Gather", inputs: [lName, cName], outputs: [t.name],
-                                                      name: fresh(t.name + "_lookup"), ints: [("axis", 0)]))
+                                                      name: names.make(t.name + "_lookup"), ints: [("axis", 0)]))
                 }
             }
             var maxErr: Float = 0, sq: Double = 0

@@ -5,15 +5,7 @@ import XCTest
 /// Im2col GEMM, direct depthwise and pooling kernels against their scalar references.
 final class ConvKernelTests: XCTestCase {
     func randomGeometry(_ rng: inout TestRandom, channels: Int) -> ConvGeometry {
-        let kh = rng.int(1...5), kw = rng.int(1...5)
-        let sh = rng.int(1...2), sw = rng.int(1...3)
-        let dh = rng.int(1...2), dw = rng.int(1...2)
-        let ph = rng.int(0...kh - 1), pw = rng.int(0...kw - 1)
-        let h = rng.int((kh - 1) * dh + 1...30), w = rng.int((kw - 1) * dw + 1...40)
-        let oh = (h + 2 * ph - (kh - 1) * dh - 1) / sh + 1, ow = (w + 2 * pw - (kw - 1) * dw - 1) / sw + 1
-        return ConvGeometry(inChannels: channels, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
-                            strideH: sh, strideW: sw, dilationH: dh, dilationW: dw, padTop: ph, padLeft: pw,
-                            outHeight: oh, outWidth: ow)
+        randomConvGeometry(&rng, channels: channels)
     }
 
     func testIm2colGemmMatchesReference() {

@@ -57,12 +57,21 @@ final class DefaultImageNetModelTests: XCTestCase {
     }
 
     func testUnknownDefaultModelIsAClearError() throws {
-        let server = try GlimpseProcess(arguments: ["--models", repo.appendingPathComponent("models").path, "--default-model", "resnet152"])
+        // Two small families (mnist-8 twice), so the server starts at once and no single family stands in.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-default-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for family in ["digits-a", "digits-b"] {
+            try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(family).onnx").path,
+                                                       withDestinationPath: try SharedData.path("models/mnist-8.onnx"))
+            try #"{"preprocessing": "mnist"}"#.write(to: dir.appendingPathComponent("\(family).json"), atomically: true, encoding: .utf8)
+        }
+        let server = try GlimpseProcess(arguments: ["--models", dir.path, "--default-model", "resnet152"])
         defer { server.stop() }
         let reply = try classify(server, image: try SharedData.data("images/imagenet/kitten_small.jpg"), model: nil)
         XCTAssertEqual(reply["error"]?["code"]?.intValue, -32602, reply.jsonString)
         let message = reply["error"]?["message"]?.stringValue ?? ""
-        XCTAssertTrue(message.contains("resnet152") && message.contains("imagenet"), message)
+        XCTAssertTrue(message.contains("resnet152") && message.contains("digits-a") && message.contains("digits-b"), message)
     }
 
     /// Every scored JPEG/PNG photo where onnxruntime's top-1 and top-2 are at least 0.1 apart: the

@@ -52,19 +52,7 @@ public enum StaticQuantizer {
         let ranges = try ActivationCalibrator.ranges(of: plan.calibrated, model: bytes, name: name, inputs: inputs,
                                                      method: method, threads: threads)
 
-        var names = Set<String>()
-        for n in file.nodes { names.formUnion(n.inputs); names.formUnion(n.outputs) }
-        for t in file.initializers { names.insert(t.name) }
-        for i in file.inputs { names.insert(i.name) }
-        func fresh(_ base: String) -> String {
-            var candidate = base, k = 1
-            while names.contains(candidate) {
-                k += 1
-                candidate = "\(base)_\(k)"
-            }
-            names.insert(candidate)
-            return candidate
-        }
+        var names = FreshNames(file)
 
         // Activation parameters.
         struct ActivationQDQ {
@@ -97,15 +85,15 @@ public enum StaticQuantizer {
         for k in qdq.indices {
             let a = qdq[k].activation
             let base = a.name
-            let sName = fresh(base + "_scale"), zName = fresh(base + "_zero_point")
-            let qName = fresh(base + "_quantized"), dqName = fresh(base + "_dequantized")
+            let sName = names.make(base + "_scale"), zName = names.make(base + "_zero_point")
+            let qName = names.make(base + "_quantized"), dqName = names.make(base + "_dequantized")
             qdq[k].dequantized = dqName
             rename[a.name] = dqName
             newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [], values: [qdq[k].scale]))
             newInitializers.append(ONNXEncoding.tensor(name: zName, dims: [], type: .uint8, raw: [qdq[k].zeroPoint]))
             let nodes = [
-                ONNXEncoding.node("QuantizeLinear", inputs: [a.source, sName, zName], outputs: [qName], name: fresh(base + "_quantize")),
-                ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [dqName], name: fresh(base + "_dequantize")),
+                ONNXEncoding.node("QuantizeLinear", inputs: [a.source, sName, zName], outputs: [qName], name: names.make(base + "_quantize")),
+                ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [dqName], name: names.make(base + "_dequantize")),
             ]
             if graphInputs.contains(a.source) { leadingNodes += nodes } else { nodesAfter[a.source, default: []] += nodes }
         }
@@ -138,13 +126,13 @@ public enum StaticQuantizer {
                     sq += Double(e) * Double(e)
                 }
                 summaries.append(.init(name: t.name, dims: t.dims, maxAbsError: maxErr, rmsError: Float((sq / Double(max(1, w.count))).squareRoot())))
-                let qName = fresh(t.name + "_quantized"), sName = fresh(t.name + "_scale"), zName = fresh(t.name + "_zero_point")
+                let qName = names.make(t.name + "_quantized"), sName = names.make(t.name + "_scale"), zName = names.make(t.name + "_zero_point")
                 newInitializers.append(ONNXEncoding.tensor(name: qName, dims: t.dims, type: .int8, raw: q))
                 newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
                 newInitializers.append(ONNXEncoding.tensor(name: zName, dims: [scales.count], type: .int8,
                                                            raw: [UInt8](repeating: 0, count: scales.count)))
                 leadingNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [t.name],
-                                                      name: fresh(t.name + "_dequantize"), ints: [("axis", Int64(op.axis))]))
+                                                      name: names.make(t.name + "_dequantize"), ints: [("axis", Int64(op.axis))]))
                 weightScales[t.name] = scales
                 replacedFields.insert(t.fieldIndex)
                 replacedNames.insert(t.name)
@@ -167,12 +155,12 @@ public enum StaticQuantizer {
             }
             // The DequantizeLinear output keeps the bias's name when this op is its only reader.
             let only = (biasReaders[b.name] ?? 0) == 1
-            let qName = fresh(b.name + "_quantized"), sName = fresh(b.name + "_scale")
-            let dqName = only ? b.name : fresh(b.name + "_dequantized")
+            let qName = names.make(b.name + "_quantized"), sName = names.make(b.name + "_scale")
+            let dqName = only ? b.name : names.make(b.name + "_dequantized")
             newInitializers.append(ONNXEncoding.tensor(name: qName, dims: b.dims, type: .int32, raw: raw))
             newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
             leadingNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName], outputs: [dqName],
-                                                  name: fresh(b.name + "_dequantize"), ints: [("axis", 0)]))
+                                                  name: names.make(b.name + "_dequantize"), ints: [("axis", 0)]))
             if only {
                 replacedFields.insert(b.fieldIndex)
                 replacedNames.insert(b.name)
