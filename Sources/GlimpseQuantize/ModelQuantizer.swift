@@ -86,13 +86,9 @@ public enum ModelQuantizer {
                 let (q, scales) = WeightQuantization.symmetricInt8(w, dims: t.dims, axis: axis)
                 let inner = t.dims[(axis + 1)...].reduce(1, *)
                 for i in w.indices { restored[i] = Float(Int8(bitPattern: q[i])) * scales[(i / inner) % scales.count] }
-                let qName = names.make(t.name + "_quantized"), sName = names.make(t.name + "_scale"), zName = names.make(t.name + "_zero_point")
-                newInitializers.append(ONNXEncoding.tensor(name: qName, dims: t.dims, type: .int8, raw: q))
-                newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
-                newInitializers.append(ONNXEncoding.tensor(name: zName, dims: [scales.count], type: .int8,
-                                                           raw: [UInt8](repeating: 0, count: scales.count)))
-                newNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [t.name],
-                                                  name: names.make(t.name + "_dequantize"), ints: [("axis", Int64(axis))]))
+                let weight = ONNXEncoding.dequantizedInt8Weight(t.name, dims: t.dims, q: q, scales: scales, axis: axis, names: &names)
+                newInitializers += weight.initializers
+                newNodes.append(weight.node)
             case .int8Static:
                 continue   // rejected above
             case .int8KMeans(let bits):

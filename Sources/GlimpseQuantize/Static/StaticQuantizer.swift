@@ -126,13 +126,9 @@ public enum StaticQuantizer {
                     sq += Double(e) * Double(e)
                 }
                 summaries.append(.init(name: t.name, dims: t.dims, maxAbsError: maxErr, rmsError: Float((sq / Double(max(1, w.count))).squareRoot())))
-                let qName = names.make(t.name + "_quantized"), sName = names.make(t.name + "_scale"), zName = names.make(t.name + "_zero_point")
-                newInitializers.append(ONNXEncoding.tensor(name: qName, dims: t.dims, type: .int8, raw: q))
-                newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
-                newInitializers.append(ONNXEncoding.tensor(name: zName, dims: [scales.count], type: .int8,
-                                                           raw: [UInt8](repeating: 0, count: scales.count)))
-                leadingNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [t.name],
-                                                      name: names.make(t.name + "_dequantize"), ints: [("axis", Int64(op.axis))]))
+                let weight = ONNXEncoding.dequantizedInt8Weight(t.name, dims: t.dims, q: q, scales: scales, axis: op.axis, names: &names)
+                newInitializers += weight.initializers
+                leadingNodes.append(weight.node)
                 weightScales[t.name] = scales
                 replacedFields.insert(t.fieldIndex)
                 replacedNames.insert(t.name)
