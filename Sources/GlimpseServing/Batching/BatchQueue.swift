@@ -122,7 +122,7 @@ final class BatchQueue: @unchecked Sendable {
         if let full = loaded[limit] ?? loaded.max(by: { $0.key < $1.key })?.value, full > 0 {
             let size = loaded[limit] != nil ? limit : (loaded.keys.max() ?? 1)
             aloneCapacity = Double(max(1, workers) * size) * 1e9 / Double(full)
-            cpuPerItem = Double(full) / Double(size)
+            fullCost = FullBatchCost(calibrated: loaded, fullSize: size, initialRatio: loadedParallel ? Double(max(1, model.threads)) : 1)
         }
         condition.unlock()
         let perItem = loaded.sorted { $0.key < $1.key }
@@ -203,15 +203,15 @@ final class BatchQueue: @unchecked Sendable {
     }
     private var engineCPU: UInt64 = 0
 
-    /// Recent CPU nanoseconds per item of the model's batches, exponentially weighted over batches;
-    /// before the first batch, calibration's time per item of a full batch on one thread. nil before
+    /// Engine CPU nanoseconds per item at full batches (`FullBatchCost`): calibration's, scaled by how
+    /// the CPU time of recent batches compares with calibration's time for their sizes. nil before
     /// calibration.
     var engineCPUNanosPerItem: Double? {
         condition.lock()
         defer { condition.unlock() }
-        return cpuPerItem
+        return fullCost?.cpuNanosPerItem
     }
-    private var cpuPerItem: Double?
+    private var fullCost: FullBatchCost?
 
     /// Predicted nanoseconds from `now` until a request queued now would be answered (queue wait plus
     /// its batch's run); nil until the latency model has seen a batch.
@@ -342,10 +342,8 @@ final class BatchQueue: @unchecked Sendable {
                 onBatch(cost)
                 condition.lock()
                 engineCPU &+= cost.cpuNanos
-                if cost.size > 0 && cost.cpuNanos > 0 {
-                    let perItem = Double(cost.cpuNanos) / Double(cost.size)
-                    cpuPerItem = cpuPerItem.map { $0 + 0.05 * (perItem - $0) } ?? perItem
-                }
+                // Only batches run the way calibration ran them (on one thread each with several workers).
+                if !(parallel && scheduler.workers > 1) { fullCost?.observe(size: cost.size, cpuNanos: cost.cpuNanos) }
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
                 condition.broadcast()
             case .expire(let ids):

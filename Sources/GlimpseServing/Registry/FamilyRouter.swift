@@ -80,13 +80,14 @@ final class FamilyRouter: @unchecked Sendable {
             if !missesDeadline { return Route(model: model, reason: "ab_split") }
         }
         if selection == .split {
-            // Capacities end to end: the lower of what the cores sustain in CPU time (the engine's CPU
-            // per item plus each request's CPU outside it) and what the variant's workers sustain at
-            // their recent batch times (which a machine shared with other work slows down).
+            // Capacities end to end, each as if alone on the cores: what the cores sustain in CPU time,
+            // the engine's CPU per item at full batches plus each request's CPU outside the engine.
+            // Not the workers' recent batch times: while the family is split, the other variants'
+            // workers share the cores and stretch them (see `FullBatchCost`). A variant predicted to
+            // miss a deadline still passes its request on (`VariantSplit.select`).
             let split = variants.map { v -> VariantSplit.Variant in
                 let cpu = v.queue.engineCPUNanosPerItem.flatMap { overhead.capacity(engineCPUNanosPerItem: $0) }
-                let workers = v.queue.capacityPerSecond ?? v.queue.aloneCapacityPerSecond
-                let capacity = [cpu, workers].compactMap { $0 }.min().map { smoothedCapacity(v.name, $0, now: now) }
+                let capacity = (cpu ?? v.queue.aloneCapacityPerSecond).map { smoothedCapacity(v.name, $0, now: now) }
                 return VariantSplit.Variant(name: v.name, accuracy: v.metadata.accuracy, capacityPerSecond: capacity,
                                             predictedNanos: candidates.first { $0.name == v.name }?.predictedNanos)
             }
