@@ -211,6 +211,9 @@ public final class InferenceService: Sendable {
     /// CPU time per request outside the engine, in nanoseconds, as the load split counts it (nil until measured).
     public var requestOverheadNanos: Double? { router.overheadCPUNanosPerRequest }
 
+    /// Cores the process gets when it wants them all, as the load split counts them.
+    public var availableCores: Double { router.availableCores }
+
     /// The A/B splits in force, by family.
     public var traffic: [String: [String: Int]] { router.trafficSnapshot() }
 

@@ -123,7 +123,12 @@ def main():
                 try:
                     split = json.loads(stats_path.read_text())["result"]["split"][family]
                     shares = split["shares"]
-                    note = f" (server split mid-run: {', '.join(f'{k} {v:.3f}' for k, v in sorted(shares.items()))} at {split['arrival_rate']:.0f}/s)"
+                    result = json.loads(stats_path.read_text())["result"]
+                    caps = split.get("capacities", {})
+                    cap_note = f"; capacities {', '.join(f'{k} {v:.0f}/s' for k, v in sorted(caps.items()))}" if caps else ""
+                    cores = result.get("available_cores")
+                    cores_note = f", {cores:.2f} cores" if isinstance(cores, (int, float)) else ""
+                    note = f" (server split mid-run: {', '.join(f'{k} {v:.3f}' for k, v in sorted(shares.items()))} at {split['arrival_rate']:.0f}/s{cap_note}{cores_note})"
                 except (KeyError, ValueError, TypeError):
                     pass
             print(f"| {labels.get(setup, setup)} | `{model}` | {offered / r['elapsed']:.0f} | **{pct(within / offered if offered else None)}** ({within}/{offered}) "

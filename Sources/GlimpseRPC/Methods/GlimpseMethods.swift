@@ -98,6 +98,7 @@ public enum GlimpseMethods {
             })),
             "selection": .string(service.configuration.selection.rawValue),
             "request_overhead_us": service.requestOverheadNanos.map { rounded($0 / 1e3) } ?? .null,
+            "available_cores": rounded(service.availableCores),
             "split": .object(service.loadSplit.mapValues { split in
                 .object(["arrival_rate": rounded(split.arrivalRate),
                          "shares": .object(split.shares.mapValues { rounded($0) }),

@@ -203,6 +203,14 @@ final class BatchQueue: @unchecked Sendable {
     }
     private var engineCPU: UInt64 = 0
 
+    /// Wall time the model's workers have spent running batches so far, summed over workers.
+    var engineBusyNanos: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return engineBusy
+    }
+    private var engineBusy: UInt64 = 0
+
     /// Engine CPU nanoseconds per item at full batches (`FullBatchCost`): calibration's, scaled by how
     /// the CPU time of recent batches compares with calibration's time for their sizes. nil before
     /// calibration.
@@ -342,6 +350,7 @@ final class BatchQueue: @unchecked Sendable {
                 onBatch(cost)
                 condition.lock()
                 engineCPU &+= cost.cpuNanos
+                engineBusy &+= took
                 // Only batches run the way calibration ran them (on one thread each with several workers).
                 if !(parallel && scheduler.workers > 1) { fullCost?.observe(size: cost.size, cpuNanos: cost.cpuNanos) }
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())

@@ -131,8 +131,10 @@ final class FamilyRouter: @unchecked Sendable {
     private func noteRequest(images: Int, registry: ModelRegistry, now: UInt64) {
         routed += max(1, images)
         guard selection == .split, overhead.isDue(now: now) else { return }
-        let engine = registry.all.reduce(UInt64(0)) { $0 &+ $1.queue.engineCPUNanos }
-        overhead.observe(now: now, processCPU: CPUClock.process(), engineCPU: engine, requests: routed)
+        let queues = registry.all.map(\.queue)
+        let engine = queues.reduce(UInt64(0)) { $0 &+ $1.engineCPUNanos }
+        let busy = queues.reduce(UInt64(0)) { $0 &+ $1.engineBusyNanos }
+        overhead.observe(now: now, processCPU: CPUClock.process(), engineCPU: engine, engineBusy: busy, requests: routed)
     }
 
     /// Non-engine CPU nanoseconds per image request, as the split counts it (nil until measured).
@@ -140,6 +142,13 @@ final class FamilyRouter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return overhead.cpuNanosPerRequest
+    }
+
+    /// Cores the process gets when it wants them all (`RequestOverhead.availableCores`).
+    var availableCores: Double {
+        lock.lock()
+        defer { lock.unlock() }
+        return overhead.availableCores
     }
 
     private func noVariant(_ family: String, _ variants: [LoadedModel], _ minAccuracy: Double?) -> ServingError {

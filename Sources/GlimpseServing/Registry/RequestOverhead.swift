@@ -4,8 +4,14 @@
 ///
 /// The load split needs it because every request costs this much of the same cores, whichever variant
 /// serves it: a variant whose batches take e nanoseconds of CPU per item serves at most
-/// cores / (e + overhead) items per second, end to end, with the machine to itself. Pure: the caller
-/// passes the clocks and counts.
+/// cores / (e + overhead) items per second, end to end, with the machine to itself.
+///
+/// It also estimates the cores the process gets when it wants them all: in a window where the batch
+/// workers were running batches on at least `saturation` × cores threads on average (the process had
+/// more work than cores), the process's CPU rate is what the machine gave it. On a machine to itself
+/// that is every core; on one shared with other work, less. Windows with less demand say nothing
+/// about it, and the estimate drifts back toward every core (other work may have stopped). Pure:
+/// the caller passes the clocks and counts.
 public struct RequestOverhead: Sendable {
     public var windowNanos: UInt64
     /// Fewest requests in a window for it to update the overhead estimate.
@@ -14,12 +20,19 @@ public struct RequestOverhead: Sendable {
     public var weight: Double
     /// Cores of the machine.
     public var cores: Double
+    /// Share of the cores that batch workers must keep busy for a window to count as saturated.
+    public var saturation: Double
     /// Non-engine CPU nanoseconds per request; nil until a window has been measured.
     public private(set) var cpuNanosPerRequest: Double?
-    private var start: (now: UInt64, process: UInt64, engine: UInt64, requests: Int)?
+    /// Cores the process gets when it wants them all (at most `cores`).
+    public private(set) var availableCores: Double
+    private var start: (now: UInt64, process: UInt64, engine: UInt64, busy: UInt64, requests: Int)?
 
-    public init(cores: Double, windowNanos: UInt64 = 1_000_000_000, minRequests: Int = 50, weight: Double = 0.5) {
+    public init(cores: Double, windowNanos: UInt64 = 1_000_000_000, minRequests: Int = 50, weight: Double = 0.5,
+                saturation: Double = 0.9) {
         self.cores = max(1, cores)
+        self.availableCores = max(1, cores)
+        self.saturation = saturation
         self.windowNanos = windowNanos
         self.minRequests = minRequests
         self.weight = weight
@@ -31,20 +44,31 @@ public struct RequestOverhead: Sendable {
         return now &- start.now >= windowNanos
     }
 
-    /// Closes the window at `now` with the process's and the engines' CPU clocks and the requests
+    /// Closes the window at `now` with the process's and the engines' CPU clocks, the batch workers'
+    /// busy time (wall nanoseconds spent running batches, summed over workers) and the requests
     /// counted so far (all monotonic totals), and starts the next.
-    public mutating func observe(now: UInt64, processCPU: UInt64, engineCPU: UInt64, requests: Int) {
-        defer { start = (now, processCPU, engineCPU, requests) }
-        guard let start, now > start.now, processCPU >= start.process, requests - start.requests >= minRequests else { return }
+    public mutating func observe(now: UInt64, processCPU: UInt64, engineCPU: UInt64, engineBusy: UInt64 = 0, requests: Int) {
+        defer { start = (now, processCPU, engineCPU, engineBusy, requests) }
+        guard let start, now > start.now, processCPU >= start.process else { return }
+        let window = Double(now - start.now)
         let process = Double(processCPU - start.process)
+        let busy = engineBusy >= start.busy ? Double(engineBusy - start.busy) : 0
+        if busy >= saturation * cores * window {
+            let got = min(cores, max(0.05 * cores, process / window))
+            availableCores += weight * (got - availableCores)
+        } else {
+            availableCores += 0.1 * weight * (cores - availableCores)
+        }
+        guard requests - start.requests >= minRequests else { return }
         let engine = engineCPU >= start.engine ? Double(engineCPU - start.engine) : 0
         let perRequest = max(0, process - engine) / Double(requests - start.requests)
         cpuNanosPerRequest = cpuNanosPerRequest.map { $0 + weight * (perRequest - $0) } ?? perRequest
     }
 
-    /// Items per second a variant serves with the cores to itself, from its engine CPU per item.
+    /// Items per second a variant serves with the cores the process gets to itself, from its engine
+    /// CPU per item.
     public func capacity(engineCPUNanosPerItem e: Double) -> Double? {
         guard e > 0 else { return nil }
-        return cores * 1e9 / (e + (cpuNanosPerRequest ?? 0))
+        return availableCores * 1e9 / (e + (cpuNanosPerRequest ?? 0))
     }
 }
