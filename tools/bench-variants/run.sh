@@ -3,7 +3,7 @@
 #
 #   tools/bench-variants/run.sh [--duration 60] [--deadline-ms 25] [--factors 1.5,2] [--recovery-factor 0.3]
 #                               [--variants cifar10-large,cifar10-small] [--labels-tar PATH] [--port 18930]
-#                               [--setups large,small,switch,split] [--no-build]
+#                               [--setups large,small,switch,split] [--photos DIR] [--no-build]
 #
 # Serves the embedded variants named by --variants (from models/, release build, loopback only), then:
 #   1. unloaded latency of the first (largest) variant: closed loop, 1 request in flight, 4 s;
@@ -18,8 +18,12 @@
 #      variants per second.
 # The requests cycle through labelled images: the CIFAR-10 test split (--labels-tar, a tar of
 # test/CLASS/*.jpg, extracted into a temporary folder) for the cifar10 family, so glimpse-load counts
-# correct answers within the deadline against every offered request ("effective accuracy"). Without a
-# labels tar the family's sample images are cycled and only manifest-weighted accuracy is reported.
+# correct answers within the deadline against every offered request ("effective accuracy"). For a
+# family of photo classifiers (imagenet: `--variants mobilenetv2-12-int8,squeezenet1.1`), no labelled
+# set exists here: the JPEG/PNG photos of --photos (default ../shared/images/imagenet) are labelled with
+# the answer of the first (most accurate) variant, so "accuracy" reads as agreement with it (100% for
+# that variant by construction; the manifest's are the published top-1). Otherwise the family's
+# sample images are cycled and only manifest-weighted accuracy is reported.
 # For each setup it prints the share of offered requests answered OK within the deadline (refusals,
 # expiries, errors and late answers are misses, each counted), the answered img/s, the mean served
 # accuracy (the manifest accuracy of each variant weighted by its answers) and the effective accuracy;
@@ -40,6 +44,7 @@ factors=1.5,2
 recovery_factor=0.3
 variants=cifar10-large,cifar10-small
 labels_tar=../shared/datasets/cifar10-jpeg/test.tar
+photos=
 setups=large,small,switch,split
 port=18930
 build=1
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --deadline-ms) deadline=$2; shift 2 ;;
     --factors|--factor) factors=$2; shift 2 ;;
     --labels-tar) labels_tar=$2; shift 2 ;;
+    --photos) photos=$2; shift 2 ;;
     --setups) setups=$2; shift 2 ;;
     --recovery-factor) recovery_factor=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
@@ -97,12 +103,17 @@ json.dump({"models": entries}, open(os.path.join(out, "models.json"), "w"), inde
 print(families.pop())
 EOF
 )
-cp models/samples/"$family"-*.jpg "$work/images/"
+cp models/samples/"$family"-*.jpg "$work/images/" 2>/dev/null || true
 
+if [ -z "$photos" ] && [ "$family" = imagenet ]; then photos=../shared/images/imagenet; fi
 if [ "$family" = cifar10 ] && [ -f "$labels_tar" ]; then
   mkdir -p "$work/labelled"
   tar -xf "$labels_tar" -C "$work/labelled"
   source_args=(--labels "$work/labelled/test")
+elif [ -n "$photos" ]; then
+  mkdir -p "$work/photos"
+  find "$photos" -maxdepth 1 -type f \( -iname '*.jpg' -o -iname '*.jpeg' -o -iname '*.png' \) -exec cp {} "$work/photos/" \;
+  source_args=(--labels "$work/photo-labels.tsv" --images "$work/photos")
 else
   source_args=(--images "$work/images")
 fi
@@ -132,6 +143,21 @@ common=(--port "$port" "${source_args[@]}" --quiet --timeout 10)
 rate_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['achievedRate'])" "$1"; }
 
 start_server split
+if [ -n "$photos" ]; then
+  # Each photo's label: the most accurate variant's top-1 answer (the photos carry no labels).
+  python3 - "$port" "$large" "$work/photos" > "$work/photo-labels.tsv" <<'EOF'
+import base64, json, os, sys, urllib.request
+port, model, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+for name in sorted(os.listdir(folder)):
+    image = base64.b64encode(open(os.path.join(folder, name), "rb").read()).decode()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "classify", "params": {"image": image, "model": model, "top_k": 1}})
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/rpc", body.encode(), {"content-type": "application/json"})
+    result = json.load(urllib.request.urlopen(req, timeout=30)).get("result")
+    if result:
+        print(f"{name}\t{result['predictions'][0]['label']}")
+EOF
+  echo "labelled $(wc -l < "$work/photo-labels.tsv") photos with $large's answers" >&2
+fi
 echo "unloaded latency of $large, capacities of $large and $small ..." >&2
 "$load" "${common[@]}" --model "$large" -c 1 --concurrency 1 --duration 4 --warmup 1 --json "$work/unloaded.json" >/dev/null
 "$load" "${common[@]}" --model "$large" -c 2 --concurrency 64 --duration 10 --warmup 2 --json "$work/capacity.json" >/dev/null
