@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The request path's cost, in one run: req/s and server CPU µs per request for
+#   - GET /healthz: Glimpse over h2c (h2load -c 2 -m 64) and HTTP/1.1 (h2load --h1 -c 16), and nghttpd
+#     serving a 16-byte file over h2c (the same h2load command) as the ceiling of a C HTTP/2 server;
+#   - classify on mnist-8 (a digit PNG) and on squeezenet1.1 (kitten_small.jpg): h2c through
+#     glimpse-load (64 streams over 2 connections) and through h2load (-c 2 -m 32), HTTP/1.1 through
+#     h2load --h1 -c 16; beside the total CPU per request, the engine's CPU per image (from
+#     glimpse_energy_joules_total / glimpse_energy_watts_per_core) and the rest ("outside the engine").
+#
+#   tools/bench-serving/run.sh [--seconds 8] [--requests 200000] [--no-build]
+#
+# Release build, loopback only; every load step is bounded in requests and time. The server's CPU comes
+# from /proc/PID/stat (user + system) around each step.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=8
+requests=200000
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --requests) requests=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+for tool in h2load nghttpd; do
+  command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh --test" >&2; exit 1; }
+done
+if [ "$build" = 1 ]; then
+  swift build -c release --product glimpse >/dev/null
+  swift build -c release --product glimpse-load >/dev/null
+fi
+exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests"
