@@ -58,4 +58,19 @@ final class RequestOverheadTests: XCTestCase {
         o.observe(now: 4 * second, processCPU: 4_900_000_000, engineCPU: 4_250_000_000, engineBusy: 11 * second, requests: 3100)
         XCTAssertEqual(o.availableCores, 1.43 + 0.5 * (2 - 1.43), accuracy: 1e-9)
     }
+
+    /// Capacities use the lowest recent per-request figure, let rise slowly.
+    func testCapacityOverheadIsTheLowestRecentWindow() {
+        var o = RequestOverhead(cores: 2, windowNanos: second, minRequests: 50, weight: 0.5)
+        o.recovery = 0.1
+        o.observe(now: 0, processCPU: 0, engineCPU: 0, requests: 0)
+        o.observe(now: second, processCPU: 400_000_000, engineCPU: 0, requests: 1000)  // 400 µs
+        XCTAssertEqual(o.capacityNanosPerRequest ?? 0, 400_000, accuracy: 1e-6)
+        o.observe(now: 2 * second, processCPU: 600_000_000, engineCPU: 0, requests: 2000)  // 200 µs
+        XCTAssertEqual(o.capacityNanosPerRequest ?? 0, 200_000, accuracy: 1e-6)
+        XCTAssertEqual(o.cpuNanosPerRequest ?? 0, 300_000, accuracy: 1e-6)
+        o.observe(now: 3 * second, processCPU: 1_000_000_000, engineCPU: 0, requests: 3000)  // 400 µs again
+        XCTAssertEqual(o.capacityNanosPerRequest ?? 0, 220_000, accuracy: 1e-6)
+        XCTAssertEqual(o.capacity(engineCPUNanosPerItem: 780_000) ?? 0, 2000, accuracy: 1e-6)
+    }
 }

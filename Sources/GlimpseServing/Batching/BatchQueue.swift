@@ -203,6 +203,24 @@ final class BatchQueue: @unchecked Sendable {
     }
     private var engineCPU: UInt64 = 0
 
+    /// CPU time of the model's engine threads outside its batches so far (spinning before they sleep,
+    /// after a parallel batch): spent because the queue was not busy, so counted neither in a batch's
+    /// cost nor in a request's.
+    var engineThreadsIdleCPUNanos: UInt64 {
+        let total = model.engineThreadsCPUNanos()
+        condition.lock()
+        defer { condition.unlock() }
+        return total > poolInBatches ? total - poolInBatches : 0
+    }
+    private var poolInBatches: UInt64 = 0
+
+    private func noteEngineThreads(_ nanos: UInt64) {
+        guard nanos > 0 else { return }
+        condition.lock()
+        poolInBatches &+= nanos
+        condition.unlock()
+    }
+
     /// Wall time the model's workers have spent running batches so far, summed over workers.
     var engineBusyNanos: UInt64 {
         condition.lock()
@@ -382,7 +400,10 @@ final class BatchQueue: @unchecked Sendable {
     private func run(_ batch: [Pending], startedAt: UInt64, parallel: Bool) -> BatchCost {
         let oldestWait = batch.map { startedAt - $0.enqueuedAt }.max() ?? 0
         guard !batch.isEmpty else { return BatchCost(size: 0, wallNanos: 0, cpuNanos: 0, oldestWaitNanos: 0) }
-        let cpuStart = CPUClock.thread() &+ model.engineThreadsCPUNanos()
+        // A batch's CPU: its worker thread's, plus the engine threads' when it ran on them. A batch on
+        // one thread does not count the engine threads, which another worker's batch may be using.
+        let threadStart = CPUClock.thread()
+        let poolStart = parallel ? model.engineThreadsCPUNanos() : 0
         do {
             let n = batch.count
             let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
@@ -395,7 +416,9 @@ final class BatchQueue: @unchecked Sendable {
             }
             let outputs = try model.run([input], parallel: parallel)
             let inferenceNanos = monotonicNanos() - startedAt
-            let cpu = (CPUClock.thread() &+ model.engineThreadsCPUNanos()) &- cpuStart
+            let pool = parallel ? model.engineThreadsCPUNanos() &- poolStart : 0
+            let cpu = (CPUClock.thread() &- threadStart) &+ pool
+            noteEngineThreads(pool)
             guard let output = outputs.first, output.shape.rank >= 1, output.shape[0] == n else {
                 throw EngineError("model \(model.name) returned no batch output")
             }

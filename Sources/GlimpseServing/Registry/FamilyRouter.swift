@@ -132,7 +132,8 @@ final class FamilyRouter: @unchecked Sendable {
         routed += max(1, images)
         guard selection == .split, overhead.isDue(now: now) else { return }
         let queues = registry.all.map(\.queue)
-        let engine = queues.reduce(UInt64(0)) { $0 &+ $1.engineCPUNanos }
+        // Engine CPU: the batches', and the engine threads' idle spinning, which is no request's cost.
+        let engine = queues.reduce(UInt64(0)) { $0 &+ $1.engineCPUNanos &+ $1.engineThreadsIdleCPUNanos }
         let busy = queues.reduce(UInt64(0)) { $0 &+ $1.engineBusyNanos }
         overhead.observe(now: now, processCPU: CPUClock.process(), engineCPU: engine, engineBusy: busy, requests: routed)
     }

@@ -6,6 +6,15 @@
 /// serves it: a variant whose batches take e nanoseconds of CPU per item serves at most
 /// cores / (e + overhead) items per second, end to end, with the machine to itself.
 ///
+/// For capacities it uses the lowest recent figure (`capacityNanosPerRequest`: the least per-request
+/// figure of recent windows, let rise by `recovery` per window), not the mean. Part of the "overhead"
+/// is time, not requests (threads waking and sleeping, timers, the engine's own scheduling), so it
+/// weighs most per request when few requests come, and when a slow variant serves them: measured
+/// on 2 cores, 155–200 µs per request while only cifar10-small served at its capacity, 390–500 µs
+/// while only cifar10-large did, 265–325 µs with the two split. A variant's capacity is what it
+/// reaches with the cores full of its own requests, where that share is least; with the mean, the
+/// light variant's capacity read 27–30% under what it reached alone.
+///
 /// It also estimates the cores the process gets when it wants them all: in a window where the batch
 /// workers were running batches on at least `saturation` × cores threads on average (the process had
 /// more work than cores), the process's CPU rate is what the machine gave it. On a machine to itself
@@ -24,6 +33,10 @@ public struct RequestOverhead: Sendable {
     public var saturation: Double
     /// Non-engine CPU nanoseconds per request; nil until a window has been measured.
     public private(set) var cpuNanosPerRequest: Double?
+    /// The lowest recent window's non-engine CPU nanoseconds per request (nil until measured).
+    public private(set) var capacityNanosPerRequest: Double?
+    /// How much `capacityNanosPerRequest` may rise per window toward a higher new figure.
+    public var recovery: Double = 0.02
     /// Cores the process gets when it wants them all (at most `cores`).
     public private(set) var availableCores: Double
     private var start: (now: UInt64, process: UInt64, engine: UInt64, busy: UInt64, requests: Int)?
@@ -63,12 +76,13 @@ public struct RequestOverhead: Sendable {
         let engine = engineCPU >= start.engine ? Double(engineCPU - start.engine) : 0
         let perRequest = max(0, process - engine) / Double(requests - start.requests)
         cpuNanosPerRequest = cpuNanosPerRequest.map { $0 + weight * (perRequest - $0) } ?? perRequest
+        capacityNanosPerRequest = capacityNanosPerRequest.map { min($0 * (1 + recovery), perRequest) } ?? perRequest
     }
 
     /// Items per second a variant serves with the cores the process gets to itself, from its engine
     /// CPU per item.
     public func capacity(engineCPUNanosPerItem e: Double) -> Double? {
         guard e > 0 else { return nil }
-        return availableCores * 1e9 / (e + (cpuNanosPerRequest ?? 0))
+        return availableCores * 1e9 / (e + (capacityNanosPerRequest ?? 0))
     }
 }
