@@ -48,6 +48,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
@@ -62,9 +63,9 @@ let package = Package(
 
         // Compute layers.
         .target(name: "GlimpseTensor", swiftSettings: computeSettings),
-        .target(name: "GlimpseKernels", dependencies: ["GlimpseTensor", "CGlimpseSIMD"], swiftSettings: computeSettings),
+        .target(name: "GlimpseKernels", dependencies: ["CGlimpseSIMD"], swiftSettings: computeSettings),
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
-        .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine"], swiftSettings: computeSettings),
+        .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseQuantize", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage"], swiftSettings: computeSettings),
 
@@ -72,20 +73,24 @@ let package = Package(
         .target(
             name: "GlimpseServing",
             dependencies: [
-                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "CZlib",
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: cpuSettings
         ),
-        .target(name: "GlimpseRPC", dependencies: ["GlimpseServing"], swiftSettings: cpuSettings),
+        .target(
+            name: "GlimpseRPC",
+            dependencies: ["GlimpseServing", "GlimpseImage", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: cpuSettings
+        ),
         .target(
             name: "GlimpseServer",
             dependencies: [
-                "GlimpseRPC",
+                "GlimpseRPC", "GlimpseServing",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -93,15 +98,17 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: cpuSettings
         ),
         .executableTarget(
             name: "glimpse",
             dependencies: [
-                "GlimpseServer",
-                "GlimpseQuantize",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseQuantize", "GlimpseImage", "GlimpseTensor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -119,7 +126,7 @@ let package = Package(
         // Image pipeline benchmark runner (tools/bench-image/bench.sh compares it with Pillow).
         .executableTarget(
             name: "bench-image",
-            dependencies: ["GlimpseImage", "GlimpseTensor"],
+            dependencies: ["GlimpseImage"],
             path: "tools/bench-image/Runner",
             swiftSettings: computeSettings
         ),
@@ -138,15 +145,24 @@ let package = Package(
             swiftSettings: cpuSettings
         ),
 
-        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseImage", "GlimpseServing"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
-        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServerTests", dependencies: ["GlimpseServer", "GlimpseLoad"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
+        .testTarget(
+            name: "GlimpseServerTests",
+            dependencies: [
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseLoad",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad", "CNGHTTP2", .product(name: "Histogram", package: "hdrhistogram-swift")], swiftSettings: cpuSettings),
     ],
     swiftLanguageModes: [.v5]
 )
