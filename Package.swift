@@ -49,6 +49,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
@@ -73,9 +74,18 @@ let package = Package(
         .target(
             name: "GlimpseServing",
             dependencies: [
-                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "CZlib",
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+        // Offline model work apart from serving: accuracy evaluation, pulling models, the benchmark table.
+        .target(
+            name: "GlimpseModelTools",
+            dependencies: [
+                "GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: cpuSettings
         ),
@@ -105,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "glimpse",
             dependencies: [
-                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseQuantize", "GlimpseImage", "GlimpseTensor",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseImage", "GlimpseTensor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -145,24 +155,30 @@ let package = Package(
             swiftSettings: cpuSettings
         ),
 
-        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "GlimpseServing"], swiftSettings: cpuSettings),
+        // Test support shared by the test targets: the shared-data locator, seeded random numbers,
+        // tolerance asserts, free ports and temporary folders.
+        .target(name: "GlimpseTestSupport", path: "Tests/GlimpseTestSupport"),
+
+        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "GlimpseModelTools", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
-        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseONNXTests", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseTensor"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(
             name: "GlimpseServerTests",
             dependencies: [
-                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseLoad",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseLoad", "GlimpseTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: cpuSettings
         ),
-        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad", "CNGHTTP2", .product(name: "Histogram", package: "hdrhistogram-swift")], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad", "CNGHTTP2", "GlimpseTestSupport", .product(name: "Histogram", package: "hdrhistogram-swift")], swiftSettings: cpuSettings),
     ],
     swiftLanguageModes: [.v5]
 )

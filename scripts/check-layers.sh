@@ -131,6 +131,9 @@ while IFS='|' read -r kind name folder deps; do
     for dep in $deps; do
         printf '%s\n' "$imports" | awk -v m="$dep" '$2 == m { found = 1 } END { exit !found }' ||
             report "$name declares $dep but no file of $folder imports it"
+        if [ "$dep" = GlimpseTestSupport ] && [ "$kind" != testTarget ]; then
+            report "$name depends on GlimpseTestSupport, which only test targets may use"
+        fi
         other=$(rank "$dep")
         if [ -n "$other" ] && [ "$other" -ge "$own" ]; then
             report "$name (layer $own) depends on $dep (layer $other): dependencies must point to a lower layer"

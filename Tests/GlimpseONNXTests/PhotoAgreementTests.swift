@@ -3,6 +3,7 @@ import GlimpseEngine
 import GlimpseImage
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// Every shared photo with an onnxruntime answer in `reference/predictions.json`, for each of its four

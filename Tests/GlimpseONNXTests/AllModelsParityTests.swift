@@ -2,6 +2,7 @@ import Foundation
 import GlimpseEngine
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// Parity of every shared model with onnxruntime's outputs (reference/*/output.npy and

@@ -1,6 +1,7 @@
 @testable import GlimpseEngine
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// `BatchTail`: a batch split into items joins again for the graph's last large fully connected

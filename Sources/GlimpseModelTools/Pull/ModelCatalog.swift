@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseServing
 
 /// The models `glimpse models pull` knows: where each file lives upstream, its size and sha256, and
 /// the sidecar metadata written next to it. Read from a JSON file (`models/catalog.json` in the
@@ -37,26 +38,31 @@ public struct ModelCatalog: Sendable {
 
     /// Parses a catalog document; every entry's metadata must be valid sidecar metadata.
     public init(json data: Data) throws {
-        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw PullError("the catalog is not a JSON object")
+        let document: CatalogDocument
+        do {
+            document = try JSONDecoder().decode(CatalogDocument.self, from: data)
+        } catch let error as DecodingError {
+            throw PullError("the catalog is not valid: \(MetadataDocument.describe(error))")
         }
         var files: [String: File] = [:]
-        for (name, value) in (root["files"] as? [String: Any]) ?? [:] {
-            files[name] = try Self.file(name: name, value)
+        for (name, file) in document.files ?? [:] {
+            files[name] = try file.checked(name: name)
         }
-        guard let models = root["models"] as? [String: Any] else { throw PullError("the catalog has no \"models\" object") }
         var entries: [String: Entry] = [:]
-        for (name, value) in models {
-            guard let object = value as? [String: Any] else { throw PullError("catalog entry \(name) is not an object") }
-            let model = try Self.file(name: name + ".onnx", object)
-            let needs = try ((object["files"] as? [String]) ?? []).map { file -> File in
+        for (name, entry) in document.models {
+            let model = try entry.download.checked(name: name + ".onnx")
+            let needs = try (entry.files ?? []).map { file -> File in
                 guard let f = files[file] else { throw PullError("catalog entry \(name) needs \(file), which the catalog's \"files\" does not list") }
                 return f
             }
-            guard let metadata = object["metadata"] as? [String: Any] else { throw PullError("catalog entry \(name) has no \"metadata\"") }
-            _ = try ModelDirectory.metadata(name: name, file: name + ".onnx", object: metadata)
-            let sidecar = try JSONSerialization.data(withJSONObject: metadata, options: [.prettyPrinted, .sortedKeys])
-            entries[name] = Entry(name: name, model: model, files: needs, sidecar: sidecar)
+            do {
+                _ = try entry.metadata.metadata(name: name, file: name + ".onnx")
+            } catch let error as MetadataError {
+                throw PullError(error.description)
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            entries[name] = Entry(name: name, model: model, files: needs, sidecar: try encoder.encode(entry.metadata))
         }
         self.entries = entries
     }
@@ -82,15 +88,41 @@ public struct ModelCatalog: Sendable {
     public static var builtIn: ModelCatalog {
         get throws { try ModelCatalog(json: Data(builtInJSON.utf8)) }
     }
+}
 
-    private static func file(name: String, _ value: Any) throws -> File {
-        guard let object = value as? [String: Any] else { throw PullError("catalog file \(name) is not an object") }
-        guard let urlString = object["url"] as? String, let url = URL(string: urlString), url.scheme != nil else {
-            throw PullError("catalog file \(name) has no valid \"url\"")
+/// The catalog file as written: downloadable files by name, and models with their download and metadata.
+struct CatalogDocument: Decodable {
+    struct Download: Decodable {
+        var url: String
+        var sha256: String
+        var size: Int?
+
+        func checked(name: String) throws -> ModelCatalog.File {
+            guard let url = URL(string: url), url.scheme != nil else {
+                throw PullError("catalog file \(name) has no valid \"url\"")
+            }
+            guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {
+                throw PullError("catalog file \(name) has no valid \"sha256\" (64 hex digits)")
+            }
+            return ModelCatalog.File(name: name, url: url, sha256: sha256, size: size)
         }
-        guard let sha = object["sha256"] as? String, sha.count == 64, sha.allSatisfy(\.isHexDigit) else {
-            throw PullError("catalog file \(name) has no valid \"sha256\" (64 hex digits)")
-        }
-        return File(name: name, url: url, sha256: sha, size: object["size"] as? Int)
     }
+
+    struct Model: Decodable {
+        var download: Download
+        var files: [String]?
+        var metadata: MetadataDocument
+
+        enum CodingKeys: String, CodingKey { case files, metadata }
+
+        init(from decoder: any Decoder) throws {
+            download = try Download(from: decoder)
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            files = try c.decodeIfPresent([String].self, forKey: .files)
+            metadata = try c.decode(MetadataDocument.self, forKey: .metadata)
+        }
+    }
+
+    var files: [String: Download]?
+    var models: [String: Model]
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseServing
 
 extension ModelBenchmark {
     /// The markdown table of `glimpse bench --models`.

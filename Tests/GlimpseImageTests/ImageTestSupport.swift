@@ -1,40 +1,6 @@
 import XCTest
 @testable import GlimpseImage
 
-/// The shared test data folder: `../shared` beside the repository root.
-enum Shared {
-    static let root: URL = {
-        // <repo>/Tests/GlimpseImageTests/TestSupport.swift → <repo>/../shared (symlinks resolved,
-        // so a package that links these sources elsewhere still finds it).
-        if let env = ProcessInfo.processInfo.environment["GLIMPSE_SHARED"], !env.isEmpty {
-            return URL(fileURLWithPath: env)
-        }
-        return URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("shared")
-    }()
-
-    static func data(_ relative: String, file: StaticString = #filePath, line: UInt = #line) throws -> Data {
-        let url = root.appendingPathComponent(relative)
-        guard let d = FileManager.default.contents(atPath: url.path) else {
-            XCTFail("shared test data missing: \(url.path) — the shared folder must sit beside the repo as ../shared",
-                    file: file, line: line)
-            throw CocoaError(.fileNoSuchFile)
-        }
-        return d
-    }
-
-    static func files(in sub: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
-        let url = root.appendingPathComponent(sub)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else {
-            XCTFail("shared test data missing: \(url.path) — the shared folder must sit beside the repo as ../shared",
-                    file: file, line: line)
-            throw CocoaError(.fileNoSuchFile)
-        }
-        return names.sorted()
-    }
-}
-
 /// The torchvision / ImageNet preprocessing used by the reference predictions.
 let torchSpec = Preprocessing(width: 224, height: 224, resizeShortSide: 256,
                               mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225])

@@ -1,7 +1,9 @@
 import Foundation
+import GlimpseTestSupport
 import XCTest
 
-@testable import GlimpseServing
+@testable import GlimpseModelTools
+import GlimpseServing
 
 /// Accuracy measured through the classify path: mnist-8 on the MNIST test set, and on labelled
 /// digit photos in a folder; label matching rules.

@@ -1,5 +1,7 @@
 import Foundation
-@testable import GlimpseServing
+@testable import GlimpseModelTools
+import GlimpseServing
+import GlimpseTestSupport
 import XCTest
 
 /// `glimpse bench --models` on the embedded models with a tiny time budget, and the manifest edit.

@@ -3,7 +3,7 @@
 extension ModelCatalog {
     static let builtInJSON = #"""
 {
-  "comment": "Models that `glimpse models pull NAME` can fetch. Each URL is the upstream file; with --url-base (or GLIMPSE_PULL_URL_BASE) every file is fetched from <base>/<file name of the url> instead. sha256_source says where each checksum comes from; Sources/GlimpseServing/Pull/ModelCatalog+BuiltIn.swift holds the same table, used when this file cannot be found.",
+  "comment": "Models that `glimpse models pull NAME` can fetch. Each URL is the upstream file; with --url-base (or GLIMPSE_PULL_URL_BASE) every file is fetched from <base>/<file name of the url> instead. sha256_source says where each checksum comes from; Sources/GlimpseModelTools/Pull/ModelCatalog+BuiltIn.swift holds the same table, used when this file cannot be found.",
   "files": {
     "imagenet_classes.txt": {
       "url": "https://raw.githubusercontent.com/pytorch/hub/c7895df70c7767403e36f82786d6b611b7984557/imagenet_classes.txt",

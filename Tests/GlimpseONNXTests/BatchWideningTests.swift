@@ -2,6 +2,7 @@ import Foundation
 import GlimpseEngine
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// `EngineOptions.widenFixedBatch`: models that declare a fixed batch of 1 run any batch size when,

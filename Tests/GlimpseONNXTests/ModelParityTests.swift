@@ -2,6 +2,7 @@ import Foundation
 import GlimpseEngine
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import Synchronization
 import XCTest
 

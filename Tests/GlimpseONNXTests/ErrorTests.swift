@@ -1,6 +1,7 @@
 import GlimpseEngine
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// Malformed files and unsupported content must throw clear errors, never trap.

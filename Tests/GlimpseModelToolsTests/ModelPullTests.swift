@@ -1,8 +1,10 @@
 import Foundation
 import GlimpseImage
+import GlimpseTestSupport
 import XCTest
 
-@testable import GlimpseServing
+@testable import GlimpseModelTools
+import GlimpseServing
 
 /// `ModelPuller` against a local HTTP server (`RangeHTTPServer`) serving the shared models: verified
 /// downloads, corrupted bytes, interrupted downloads resumed with `Range`, redirects, statuses and

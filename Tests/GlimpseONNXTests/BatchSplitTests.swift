@@ -2,6 +2,7 @@ import Foundation
 import GlimpseEngine
 import GlimpseONNX
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// `EngineOptions.batchSplitting`: a batch may run as single items side by side, one per thread,

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseEngine
+import GlimpseServing
 import GlimpseTensor
 
 /// `glimpse bench --models`: each loaded model's latency at batch 1, throughput at its best batch size

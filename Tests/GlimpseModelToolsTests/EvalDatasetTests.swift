@@ -1,7 +1,9 @@
 import Foundation
+import GlimpseTestSupport
 import XCTest
 
-@testable import GlimpseServing
+@testable import GlimpseModelTools
+import GlimpseServing
 
 /// The evaluation data set readers: MNIST IDX files (gzip), tar archives written by GNU tar
 /// (ustar and long names), the shared CIFAR-10 tar, and labelled folders in both layouts.

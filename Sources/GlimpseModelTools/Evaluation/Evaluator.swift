@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseImage
+import GlimpseServing
 import GlimpseTensor
 
 /// Accuracy of a loaded model on labelled samples, through the classify path: decode (or raw
