@@ -77,6 +77,7 @@ let package = Package(
                 "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: cpuSettings
         ),
@@ -173,6 +174,7 @@ let package = Package(
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseLoad", "GlimpseTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

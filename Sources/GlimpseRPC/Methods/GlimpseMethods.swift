@@ -21,8 +21,7 @@ public enum GlimpseMethods {
                 try p.rejectUnknown(allowed: ["model"], method: "models.load")
                 guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
                 guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
-                let loaded = try service.registry.load(named: name, directory: modelDirectory)
-                return describe(loaded)
+                return describe(try await service.load(named: name, directory: modelDirectory))
             },
             "models.reload": { params, _ in
                 // A new version of a loaded model from its file: it serves once loaded, warmed up and
@@ -34,7 +33,7 @@ public enum GlimpseMethods {
                     throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
                 }
                 guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
-                return describe(try service.registry.load(named: name, directory: modelDirectory))
+                return describe(try await service.load(named: name, directory: modelDirectory))
             },
             "models.unload": { params, _ in
                 let p = try Params(params, method: "models.unload")

@@ -62,6 +62,12 @@ enum Routes {
             }
         }
 
+        addOperational(to: router, service: service, state: state, metricsText: metricsText)
+    }
+
+    /// The status page, health, readiness and metrics.
+    static func addOperational(to router: Router<BasicRequestContext>, service: InferenceService, state: ServerState,
+                               metricsText: (@Sendable () -> [UInt8])?) {
         router.get("/") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "text/html; charset=utf-8"
