@@ -145,7 +145,7 @@ let package = Package(
         // Load generator over libnghttp2 (an HTTP/2 stack independent of the server's).
         .target(
             name: "GlimpseLoad",
-            dependencies: ["CNGHTTP2", "COpenSSL", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: ["CNGHTTP2", "COpenSSL", "GlimpseTensor", .product(name: "Histogram", package: "hdrhistogram-swift")],
             path: "loadtest/GlimpseLoad",
             swiftSettings: cpuSettings
         ),
@@ -158,7 +158,7 @@ let package = Package(
 
         // Test support shared by the test targets: the shared-data locator, seeded random numbers,
         // tolerance asserts, free ports and temporary folders.
-        .target(name: "GlimpseTestSupport", path: "Tests/GlimpseTestSupport"),
+        .target(name: "GlimpseTestSupport", dependencies: ["GlimpseTensor"], path: "Tests/GlimpseTestSupport"),
 
         .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "GlimpseModelTools", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),

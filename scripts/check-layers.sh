@@ -19,8 +19,8 @@ COpenSSL 0
 CZlib 0
 CGlimpseSIMD 0
 GlimpseTensor 1
-GlimpseTestSupport 1
 GlimpseKernels 2
+GlimpseTestSupport 2
 GlimpseImage 2
 GlimpseLoad 2
 GlimpseEngine 3
@@ -41,6 +41,16 @@ system='Foundation FoundationEssentials FoundationNetworking FoundationXML Glibc
 
 # One line per target: kind|name|folder|dep dep dep
 targets=$(tr '\n' ' ' < Package.swift | awk '
+# The position just after the bracket that closes the one opened before `s` starts.
+function closing(s, opener, closer,    depth, i, c) {
+    depth = 1
+    for (i = 1; i <= length(s) && depth > 0; i++) {
+        c = substr(s, i, 1)
+        if (c == opener) depth++
+        else if (c == closer) depth--
+    }
+    return i
+}
 function field(s, key,    i, r) {
     i = index(s, key ": \"")
     if (i == 0) return ""
@@ -58,12 +68,7 @@ function field(s, key,    i, r) {
         }
         if (best == 0) break
         text = substr(text, best + length(kind))
-        depth = 1
-        for (i = 1; i <= length(text) && depth > 0; i++) {
-            c = substr(text, i, 1)
-            if (c == "(") depth++
-            else if (c == ")") depth--
-        }
+        i = closing(text, "(", ")")
         body = substr(text, 1, i - 2)
         text = substr(text, i)
         name = field(body, "name")
@@ -73,13 +78,7 @@ function field(s, key,    i, r) {
         d = index(body, "dependencies: [")
         if (d > 0) {
             rest = substr(body, d + 15)
-            depth = 1
-            for (i = 1; i <= length(rest) && depth > 0; i++) {
-                c = substr(rest, i, 1)
-                if (c == "[") depth++
-                else if (c == "]") depth--
-            }
-            list = substr(rest, 1, i - 2)
+            list = substr(rest, 1, closing(rest, "[", "]") - 2)
             # .product(name: "X", package: "p") and plain "X"
             while (length(list) > 0) {
                 q = index(list, "\"")

@@ -1,16 +1,13 @@
-/// Deterministic pseudo-random numbers for tests (SplitMix64): the same seed gives the same inputs on
-/// every machine, so a failure can be replayed.
-public struct TestRandom: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed }
+import GlimpseTensor
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Deterministic pseudo-random numbers for tests: the same seed gives the same inputs on every
+/// machine, so a failure can be replayed.
+public struct TestRandom: RandomNumberGenerator, Sendable {
+    private var generator: SplitMix64
+
+    public init(seed: UInt64) { generator = SplitMix64(seed: seed) }
+
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// A float in [-1, 1).
     public mutating func float() -> Float { Float(next() >> 40) / Float(1 << 24) * 2 - 1 }

@@ -40,9 +40,10 @@ public struct ModelCatalog: Sendable {
     public init(json data: Data) throws {
         let document: CatalogDocument
         do {
-            document = try JSONDecoder().decode(CatalogDocument.self, from: data)
-        } catch let error as DecodingError {
-            throw PullError("the catalog is not valid: \(MetadataDocument.describe(error))")
+            document = try MetadataDocument.decodeJSON(CatalogDocument.self, from: data, what: "the catalog is not valid")
+            for (name, entry) in document.models { _ = try entry.metadata.metadata(name: name, file: name + ".onnx") }
+        } catch let error as MetadataError {
+            throw PullError(error.description)
         }
         var files: [String: File] = [:]
         for (name, file) in document.files ?? [:] {
@@ -54,11 +55,6 @@ public struct ModelCatalog: Sendable {
             let needs = try (entry.files ?? []).map { file -> File in
                 guard let f = files[file] else { throw PullError("catalog entry \(name) needs \(file), which the catalog's \"files\" does not list") }
                 return f
-            }
-            do {
-                _ = try entry.metadata.metadata(name: name, file: name + ".onnx")
-            } catch let error as MetadataError {
-                throw PullError(error.description)
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -20,7 +20,7 @@ enum TensorDecoding {
         let t: ONNXTensorProto
         let model: String
         let dims: [Int]
-        let count: Int
+        private(set) var count: Int
         var shape: Shape { Shape(dims) }
 
         init(_ t: ONNXTensorProto, model: String) throws {
@@ -48,6 +48,17 @@ enum TensorDecoding {
             guard let r = t.rawData else { return nil }
             guard r.count == count * size else { throw fail("raw_data has \(r.count) bytes, dims \(dims) need \(count * size)") }
             return r
+        }
+
+        /// Fills `p` from `raw_data` (element `i` read by `raw`) or else from `int32_data`.
+        func fill<T>(_ p: UnsafeMutablePointer<T>, size: Int, raw read: (UnsafeRawBufferPointer, Int) -> T,
+                     int32 convert: (Int32) -> T) throws {
+            if let r = try raw(size) {
+                r.withUnsafeBytes { b in for i in 0..<count { p[i] = read(b, i) } }
+            } else {
+                try checkCount(t.int32Data.count, "int32_data")
+                for i in 0..<count { p[i] = convert(t.int32Data[i]) }
+            }
         }
 
         func checkCount(_ n: Int, _ field: String) throws {
@@ -84,24 +95,14 @@ enum TensorDecoding {
         func bytes() throws -> Tensor {
             let out = Tensor(shape: shape, dtype: t.dataType == 3 ? .int8 : (t.dataType == 9 ? .bool : .uint8))
             let p = out.rawPointer.assumingMemoryBound(to: UInt8.self)
-            if let r = try raw(1) {
-                for (i, v) in r.enumerated() { p[i] = v }
-            } else {
-                try checkCount(t.int32Data.count, "int32_data")
-                for i in 0..<count { p[i] = UInt8(truncatingIfNeeded: t.int32Data[i]) }
-            }
+            try fill(p, size: 1, raw: { b, i in b[i] }, int32: { UInt8(truncatingIfNeeded: $0) })
             return out
         }
 
         func int32s() throws -> Tensor {
             let out = Tensor(shape: shape, dtype: .int32)
             let p = out.pointer(as: Int32.self)
-            if let r = try raw(4) {
-                r.withUnsafeBytes { b in for i in 0..<count { p[i] = Int32(littleEndian: b.loadUnaligned(fromByteOffset: i * 4, as: Int32.self)) } }
-            } else {
-                try checkCount(t.int32Data.count, "int32_data")
-                for i in 0..<count { p[i] = Int32(truncatingIfNeeded: t.int32Data[i]) }
-            }
+            try fill(p, size: 4, raw: { b, i in Int32(littleEndian: b.loadUnaligned(fromByteOffset: i * 4, as: Int32.self)) }, int32: { $0 })
             return out
         }
 

@@ -17,18 +17,14 @@ public enum GlimpseMethods {
                 return .object(["models": .array(service.registry.all.map(describe))])
             },
             "models.load": { params, _ in
-                let p = try Params(params, method: "models.load")
-                try p.rejectUnknown(allowed: ["model"], method: "models.load")
-                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                let name = try modelName(params, method: "models.load")
                 guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
                 return describe(try await service.load(named: name, directory: modelDirectory))
             },
             "models.reload": { params, _ in
                 // A new version of a loaded model from its file: it serves once loaded, warmed up and
                 // calibrated; the old version drains. Unlike `models.load`, the model must be loaded.
-                let p = try Params(params, method: "models.reload")
-                try p.rejectUnknown(allowed: ["model"], method: "models.reload")
-                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                let name = try modelName(params, method: "models.reload")
                 guard service.registry.all.contains(where: { $0.name == name }) else {
                     throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
                 }
@@ -36,9 +32,7 @@ public enum GlimpseMethods {
                 return describe(try await service.load(named: name, directory: modelDirectory))
             },
             "models.unload": { params, _ in
-                let p = try Params(params, method: "models.unload")
-                try p.rejectUnknown(allowed: ["model"], method: "models.unload")
-                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                let name = try modelName(params, method: "models.unload")
                 guard service.registry.unload(name) else {
                     throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
                 }
@@ -69,6 +63,14 @@ public enum GlimpseMethods {
                          "uptime_s": .double((Date().timeIntervalSince(startedAt) * 1000).rounded() / 1000)])
             },
         ]
+    }
+
+    /// The one parameter of `models.load`, `models.reload` and `models.unload`.
+    static func modelName(_ params: JSONValue?, method: String) throws -> String {
+        let p = try Params(params, method: method)
+        try p.rejectUnknown(allowed: ["model"], method: method)
+        guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+        return name
     }
 
     static func stats(service: InferenceService, startedAt: Date) -> JSONValue {

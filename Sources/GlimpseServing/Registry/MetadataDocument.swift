@@ -21,10 +21,16 @@ public struct MetadataDocument: Codable, Sendable, Hashable {
 
     /// Decodes one document, with errors that name the model and the member.
     public static func decode(_ data: Data, name: String) throws -> MetadataDocument {
+        try decodeJSON(MetadataDocument.self, from: data, what: name)
+    }
+
+    /// Decodes a JSON document of type `T`; a malformed one throws a `MetadataError` that starts with
+    /// `what` and names the member at fault.
+    public static func decodeJSON<T: Decodable>(_ type: T.Type, from data: Data, what: String) throws -> T {
         do {
-            return try JSONDecoder().decode(MetadataDocument.self, from: data)
+            return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {
-            throw MetadataError("\(name): \(MetadataDocument.describe(error))")
+            throw MetadataError("\(what): \(describe(error))")
         }
     }
 

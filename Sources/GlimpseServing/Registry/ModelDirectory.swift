@@ -47,12 +47,7 @@ public enum ModelDirectory {
         guard FileManager.default.fileExists(atPath: path) else { return [:] }
         do {
             guard let data = FileManager.default.contents(atPath: path) else { throw MetadataError("cannot read \(path)") }
-            let manifest: ManifestDocument
-            do {
-                manifest = try JSONDecoder().decode(ManifestDocument.self, from: data)
-            } catch let error as DecodingError {
-                throw MetadataError("models.json: \(MetadataDocument.describe(error))")
-            }
+            let manifest = try MetadataDocument.decodeJSON(ManifestDocument.self, from: data, what: "models.json")
             var out: [String: ModelMetadata] = [:]
             for (name, entry) in manifest.models {
                 do {

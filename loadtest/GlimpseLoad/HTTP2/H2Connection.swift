@@ -29,16 +29,16 @@ public final class H2Connection: @unchecked Sendable {
     let session: NGHTTP2Session
     /// Open streams, each at its `slot` (nil: free; free slots are listed in `freeSlots`). Slots rather
     /// than a dictionary by stream id: opening and closing a stream hashes nothing.
-    @exclusivity(unchecked) private var slots: [H2StreamState?] = []
-    @exclusivity(unchecked) private var freeSlots: [Int] = []
-    @exclusivity(unchecked) private var openCount = 0
+    @exclusivity(unchecked) var slots: [H2StreamState?] = []
+    @exclusivity(unchecked) var freeSlots: [Int] = []
+    @exclusivity(unchecked) var openCount = 0
     /// Streams finished (failed or answered) and not yet delivered to their completion.
     @exclusivity(unchecked) var finished: [H2StreamState] = []
     /// The other buffer of `finished`, swapped in while a batch is delivered (no copy, no allocation).
-    @exclusivity(unchecked) private var delivering: [H2StreamState] = []
+    @exclusivity(unchecked) var delivering: [H2StreamState] = []
     var isDelivering = false
     /// Delivered states kept for reuse.
-    @exclusivity(unchecked) private var spareStates: [H2StreamState] = []
+    @exclusivity(unchecked) var spareStates: [H2StreamState] = []
     var driver: H2LoopDriver?
     /// `driver` when it takes completions of `submitOnLoop(block:body:...)` streams.
     var sink: H2StreamSink?
@@ -68,7 +68,7 @@ public final class H2Connection: @unchecked Sendable {
     }
 
     /// Bytes of `session.output` already written to the socket.
-    @exclusivity(unchecked) private var outStart = 0
+    @exclusivity(unchecked) var outStart = 0
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
 
     /// Connects (and with `tls`, completes the TLS handshake and checks that the server chose "h2") before
