@@ -52,7 +52,7 @@ enum TensorDecoding {
 
         /// Fills `p` from `raw_data` (element `i` read by `raw`) or else from `int32_data`.
         func fill<T>(_ p: UnsafeMutablePointer<T>, size: Int, raw read: (UnsafeRawBufferPointer, Int) -> T,
-                     int32 convert: (Int32) -> T) throws {
+                     int32 convert: (Int64) -> T) throws {
             if let r = try raw(size) {
                 r.withUnsafeBytes { b in for i in 0..<count { p[i] = read(b, i) } }
             } else {
@@ -102,7 +102,7 @@ enum TensorDecoding {
         func int32s() throws -> Tensor {
             let out = Tensor(shape: shape, dtype: .int32)
             let p = out.pointer(as: Int32.self)
-            try fill(p, size: 4, raw: { b, i in Int32(littleEndian: b.loadUnaligned(fromByteOffset: i * 4, as: Int32.self)) }, int32: { $0 })
+            try fill(p, size: 4, raw: { b, i in Int32(littleEndian: b.loadUnaligned(fromByteOffset: i * 4, as: Int32.self)) }, int32: { Int32(truncatingIfNeeded: $0) })
             return out
         }
 

@@ -32,7 +32,7 @@ struct HTTP2ConnectionStateMachine {
     private(set) var phase = Phase.active
     private(set) var openStreams = Set<HTTP2StreamID>()
     private(set) var lastStreamID = HTTP2StreamID.rootStream
-    private var inputClosed = false
+    private var halfClosed = false
 
     /// The server is stopping (`ChannelShouldQuiesceEvent`).
     mutating func quiesce(ping: HTTP2PingData) -> Action {
@@ -65,7 +65,7 @@ struct HTTP2ConnectionStateMachine {
 
     /// The client half-closed its side; the answers to its open streams still go out.
     mutating func inputClosed() -> Action {
-        inputClosed = true
+        halfClosed = true
         return openStreams.isEmpty ? close() : .none
     }
 
@@ -87,7 +87,7 @@ struct HTTP2ConnectionStateMachine {
         guard openStreams.isEmpty else { return .none }
         switch phase {
         case .finalGoAwaySent: return close()
-        case .active: return inputClosed ? close() : .armIdleTimer
+        case .active: return halfClosed ? close() : .armIdleTimer
         case .goingAway, .closing: return .none
         }
     }
