@@ -28,6 +28,11 @@ let cpuFlags: [String] = ["-target-cpu", cpu, "-Xcc", "-march=\(cpu)"] + (vnniCP
 // runs real kernels at full speed. See README "Build configurations".
 let computeSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags + ["-O", "-enforce-exclusivity=unchecked"])]
 let cpuSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags)]
+// Service layers (serving, model tools, RPC, server, the executables, the load generator) compile in
+// the Swift 6 language mode, so the compiler checks data-race safety where the concurrency is. The
+// compute targets stay in Swift 5 mode (pointer-heavy kernels shared across their own threads), as
+// do GlimpseQuantize and the tests.
+let serviceSettings: [SwiftSetting] = cpuSettings + [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "Glimpse",
@@ -79,7 +84,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         // Offline model work apart from serving: accuracy evaluation, pulling models, the benchmark table.
         .target(
@@ -88,12 +93,12 @@ let package = Package(
                 "GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         .target(
             name: "GlimpseRPC",
             dependencies: ["GlimpseServing", "GlimpseImage", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         .target(
             name: "GlimpseServer",
@@ -111,7 +116,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         .executableTarget(
             name: "glimpse",
@@ -123,7 +128,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
 
         // Engine benchmark runner (tools/bench-engine/run.sh compares it with onnxruntime).
@@ -147,13 +152,13 @@ let package = Package(
             name: "GlimpseLoad",
             dependencies: ["CNGHTTP2", "COpenSSL", "GlimpseTensor", .product(name: "Histogram", package: "hdrhistogram-swift")],
             path: "loadtest/GlimpseLoad",
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         .executableTarget(
             name: "glimpse-load",
             dependencies: ["GlimpseLoad", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "loadtest/glimpse-load",
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
 
         // Test support shared by the test targets: the shared-data locator, seeded random numbers,

@@ -76,10 +76,10 @@ public enum Evaluator {
             let n = fixedBatch ?? chunk.count
             let tensor = Tensor(shape: Shape([n] + itemShape), dtype: input.dtype)
             let errors = ErrorSlots(count: chunk.count)
-            let base = tensor.rawPointer
             DispatchQueue.concurrentPerform(iterations: chunk.count) { i in
                 do {
-                    try preprocess(chunk[i].0, spec: spec, into: base + i * itemBytes)
+                    // Each item writes its own slice of the batch tensor.
+                    try preprocess(chunk[i].0, spec: spec, into: tensor.rawPointer + i * itemBytes)
                 } catch {
                     errors.set(i, "\(chunk[i].0.source): \(error)")
                 }
