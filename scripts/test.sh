@@ -10,4 +10,5 @@ if [ ! -d ../shared ]; then
   exit 1
 fi
 scripts/check-layers.sh
+scripts/check-size.sh
 exec swift test "$@"
