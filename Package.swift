@@ -28,6 +28,11 @@ let cpuFlags: [String] = ["-target-cpu", cpu, "-Xcc", "-march=\(cpu)"] + (vnniCP
 // runs real kernels at full speed. See README "Build configurations".
 let computeSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags + ["-O", "-enforce-exclusivity=unchecked"])]
 let cpuSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags)]
+// Service layers (serving, model tools, RPC, server, the executables, the load generator) compile in
+// the Swift 6 language mode, so the compiler checks data-race safety where the concurrency is. The
+// compute targets stay in Swift 5 mode (pointer-heavy kernels shared across their own threads), as
+// do GlimpseQuantize and the tests.
+let serviceSettings: [SwiftSetting] = cpuSettings + [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "Glimpse",
@@ -48,6 +53,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
@@ -62,9 +69,9 @@ let package = Package(
 
         // Compute layers.
         .target(name: "GlimpseTensor", swiftSettings: computeSettings),
-        .target(name: "GlimpseKernels", dependencies: ["GlimpseTensor", "CGlimpseSIMD"], swiftSettings: computeSettings),
+        .target(name: "GlimpseKernels", dependencies: ["CGlimpseSIMD"], swiftSettings: computeSettings),
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
-        .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine"], swiftSettings: computeSettings),
+        .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseQuantize", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage"], swiftSettings: computeSettings),
 
@@ -72,20 +79,34 @@ let package = Package(
         .target(
             name: "GlimpseServing",
             dependencies: [
-                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "CZlib",
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
-        .target(name: "GlimpseRPC", dependencies: ["GlimpseServing"], swiftSettings: cpuSettings),
+        // Offline model work apart from serving: accuracy evaluation, pulling models, the benchmark table.
+        .target(
+            name: "GlimpseModelTools",
+            dependencies: [
+                "GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: serviceSettings
+        ),
+        .target(
+            name: "GlimpseRPC",
+            dependencies: ["GlimpseServing", "GlimpseImage", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: serviceSettings
+        ),
         .target(
             name: "GlimpseServer",
             dependencies: [
-                "GlimpseRPC",
+                "GlimpseRPC", "GlimpseServing",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -93,19 +114,21 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         .executableTarget(
             name: "glimpse",
             dependencies: [
-                "GlimpseServer",
-                "GlimpseQuantize",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseImage", "GlimpseTensor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
 
         // Engine benchmark runner (tools/bench-engine/run.sh compares it with onnxruntime).
@@ -119,7 +142,7 @@ let package = Package(
         // Image pipeline benchmark runner (tools/bench-image/bench.sh compares it with Pillow).
         .executableTarget(
             name: "bench-image",
-            dependencies: ["GlimpseImage", "GlimpseTensor"],
+            dependencies: ["GlimpseImage"],
             path: "tools/bench-image/Runner",
             swiftSettings: computeSettings
         ),
@@ -127,26 +150,42 @@ let package = Package(
         // Load generator over libnghttp2 (an HTTP/2 stack independent of the server's).
         .target(
             name: "GlimpseLoad",
-            dependencies: ["CNGHTTP2", "COpenSSL", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: ["CNGHTTP2", "COpenSSL", "GlimpseTensor", .product(name: "Histogram", package: "hdrhistogram-swift")],
             path: "loadtest/GlimpseLoad",
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
         .executableTarget(
             name: "glimpse-load",
             dependencies: ["GlimpseLoad", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "loadtest/glimpse-load",
-            swiftSettings: cpuSettings
+            swiftSettings: serviceSettings
         ),
 
-        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseImage", "GlimpseServing"], swiftSettings: cpuSettings),
+        // Test support shared by the test targets: the shared-data locator, seeded random numbers,
+        // tolerance asserts, free ports and temporary folders.
+        .target(name: "GlimpseTestSupport", dependencies: ["GlimpseTensor"], path: "Tests/GlimpseTestSupport"),
+
+        .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "GlimpseModelTools", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
-        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseONNX", "GlimpseImage"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServerTests", dependencies: ["GlimpseServer", "GlimpseLoad"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseONNXTests", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseTensor"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
+        .testTarget(
+            name: "GlimpseServerTests",
+            dependencies: [
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseLoad", "GlimpseTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad", "CNGHTTP2", "GlimpseTestSupport", .product(name: "Histogram", package: "hdrhistogram-swift")], swiftSettings: cpuSettings),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -9,4 +9,6 @@ if [ ! -d ../shared ]; then
   echo "error: test data not found at ../shared (next to this repository)" >&2
   exit 1
 fi
+scripts/check-layers.sh
+scripts/check-size.sh
 exec swift test "$@"

@@ -111,20 +111,3 @@ extension CompiledModel {
         a.count == b.count && zip(a, b).allSatisfy { $0.bitPattern == $1.bitPattern }
     }
 }
-
-/// A small deterministic generator for the widening check's inputs (same values on every load).
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func nextFloat() -> Float { Float(next() >> 40) * 0x1p-24 }
-}

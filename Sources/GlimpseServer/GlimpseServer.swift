@@ -2,7 +2,6 @@ import Foundation
 import GlimpseRPC
 import GlimpseServing
 import Hummingbird
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOSSL
@@ -72,8 +71,8 @@ public enum GlimpseServer {
         let table = GlimpseMethods.table(service: service, modelDirectory: configuration.modelDirectory)
         let known = Set(table.keys)
         return RPCDispatcher(methods: table, adminMethods: GlimpseMethods.adminMethods,
-                             maxBatchLength: configuration.maxBatchLength, logger: logger) { method, error in
-            RPCMetrics.record(method: method, error: error, known: known)
+                             maxBatchLength: configuration.maxBatchLength, logger: logger) { call in
+            RPCMetrics.record(call, known: known, registry: service.registry)
         }
     }
 }

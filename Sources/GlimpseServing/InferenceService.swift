@@ -4,6 +4,7 @@ import GlimpseImage
 import GlimpseTensor
 import Logging
 import Metrics
+import ServiceLifecycle
 
 /// One prediction of a classification.
 public struct Prediction: Sendable, Hashable {
@@ -67,6 +68,9 @@ public final class InferenceService: Sendable {
     public let configuration: ServingConfiguration
     public let registry: ModelRegistry
     let decodePool: ComputePool
+    /// One thread for compiling, warming up and calibrating models loaded at run time, so neither a
+    /// request's task nor the decode threads carry that work.
+    let loadPool: ComputePool
     let logger: Logger
     public let energy: EnergyMeter
     private let inflight = InflightCounter()
@@ -79,6 +83,7 @@ public final class InferenceService: Sendable {
         self.logger = logger
         self.registry = ModelRegistry(configuration: configuration, logger: logger)
         self.decodePool = ComputePool(threads: configuration.decodeThreads, name: "glimpse-decode")
+        self.loadPool = ComputePool(threads: 1, name: "glimpse-load")
         var split = VariantSplit.Policy()
         split.margin = configuration.splitMargin
         self.router = FamilyRouter(selection: configuration.selection, splitPolicy: split)
@@ -197,6 +202,12 @@ public final class InferenceService: Sendable {
         }
     }
 
+    /// Loads model `name` from `directory`, or a new version of it when it is loaded (the old one
+    /// drains): compiled, warmed up and calibrated on the load thread.
+    public func load(named name: String, directory: String) async throws -> LoadedModel {
+        try await loadPool.run { try self.registry.load(named: name, directory: directory) }
+    }
+
     /// Sets or clears the A/B split of a family (variant name → weight).
     public func setTraffic(family: String, weights: [String: Int]) throws {
         try router.setTraffic(family: family, weights: weights, registry: registry)
@@ -221,6 +232,18 @@ public final class InferenceService: Sendable {
     public func shutdown() {
         registry.shutdown()
         decodePool.shutdown()
+        loadPool.shutdown()
+    }
+}
+
+/// In the executable's `ServiceGroup`, listed before the HTTP server: the group shuts services down in
+/// reverse order, so the server stops accepting and finishes its requests first, then the queues run
+/// what they hold and stop.
+extension InferenceService: Service {
+    public func run() async throws {
+        // Returns at graceful shutdown, or throws when the group is cancelled: the queues stop either way.
+        defer { shutdown() }
+        try await gracefulShutdown()
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GlimpseModelTools
 import GlimpseServing
 
 extension Models {

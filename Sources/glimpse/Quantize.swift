@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GlimpseImage
+import GlimpseModelTools
 import GlimpseQuantize
 import GlimpseServing
 import GlimpseTensor

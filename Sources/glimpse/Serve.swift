@@ -67,28 +67,7 @@ struct Serve: AsyncParsableCommand {
         let sampler = ProcessSampler(energy: energy)
         logger.info("energy meter: \(energy.source == .rapl ? "RAPL package energy" : "estimate, \(wattsPerCore) W per busy core (no readable RAPL in /sys/class/powercap)")")
 
-        guard let policy: BatchScheduler.DelayPolicy = ["adaptive": .adaptive, "fixed": .fixed][batchPolicy] else {
-            throw ValidationError("--batch-policy must be adaptive or fixed")
-        }
-        var sizes: [Int]?
-        if let batchSizes {
-            sizes = batchSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard let s = sizes, !s.isEmpty, s.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--batch-sizes takes positive integers, e.g. 1,4,8") }
-        }
-        guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0, maxImageBytes >= 1, maxImagePixels >= 1 else {
-            throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
-        }
-        let dctScaling = try DCTScaling(option: jpegDctScaling)
-        guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
-        guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
-        let serving = ServingConfiguration(
-            engineThreads: modelOptions.threads,
-            workersPerModel: workers,
-            batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
-                            allowedBatchSizes: sizes, delayPolicy: policy),
-            imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
-            maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
-            decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin)
+        let serving = try servingConfiguration()
         let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }
@@ -99,22 +78,7 @@ struct Serve: AsyncParsableCommand {
             logger.info("serving models: \(loaded.map(\.name).joined(separator: ", "))")
         }
 
-        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
-        guard maxImagesPerCall >= 1, maxBatchCalls >= 1, headerTimeoutS > 0, idleTimeoutS > 0 else {
-            throw ValidationError("--max-images-per-call and --max-batch-calls must be at least 1, timeouts above 0")
-        }
-        var http2 = HTTP2Options()
-        http2.maxConcurrentStreams = http2MaxStreams
-        http2.initialWindowSize = http2InitialWindow
-        http2.connectionWindowSize = http2ConnectionWindow
-        http2.maxFrameSize = http2MaxFrame
-        http2.maxHeaderListSize = http2MaxHeaderList
-        let config = ServerConfiguration(
-            host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
-            idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,
-            http2: http2, tls: zip2(tlsCert, tlsKey).map { TLSFiles(certificateChain: $0, privateKey: $1) },
-            apiKeys: try apiKeys.map { try APIKeys(file: $0) }, modelDirectory: modelOptions.models,
-            adminWithoutAuth: adminWithoutAuth)
+        let config = try serverConfiguration()
         if config.apiKeys == nil {
             logger.notice(adminWithoutAuth
                 ? "no --api-keys and --admin-without-auth: every method, admin ones included, is open to whoever reaches the port"
@@ -135,7 +99,8 @@ struct Serve: AsyncParsableCommand {
             },
             logger: logger)
         var groupConfig = ServiceGroupConfiguration(
-            services: [.init(service: app, successTerminationBehavior: .gracefullyShutdownGroup)],
+            // Shut down in reverse order: HTTP drains first, then the inference queues.
+            services: [.init(service: service), .init(service: app, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         // Clients that keep connections open cannot hold the process forever: after this, the
@@ -148,8 +113,53 @@ struct Serve: AsyncParsableCommand {
         } onGracefulShutdown: {
             state.draining = true
         }
-        service.shutdown()
         logger.info("stopped")
+    }
+
+    /// The serving options, checked.
+    func servingConfiguration() throws -> ServingConfiguration {
+        guard let policy: BatchScheduler.DelayPolicy = ["adaptive": .adaptive, "fixed": .fixed][batchPolicy] else {
+            throw ValidationError("--batch-policy must be adaptive or fixed")
+        }
+        var sizes: [Int]?
+        if let batchSizes {
+            sizes = batchSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard let s = sizes, !s.isEmpty, s.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--batch-sizes takes positive integers, e.g. 1,4,8") }
+        }
+        guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0, maxImageBytes >= 1, maxImagePixels >= 1 else {
+            throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
+        }
+        let dctScaling = try DCTScaling(option: jpegDctScaling)
+        guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
+        guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
+        return ServingConfiguration(
+            engineThreads: modelOptions.threads,
+            workersPerModel: workers,
+            batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
+                            allowedBatchSizes: sizes, delayPolicy: policy),
+            imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
+            maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
+            decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin)
+    }
+
+    /// The front-door options, checked.
+    func serverConfiguration() throws -> ServerConfiguration {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard maxImagesPerCall >= 1, maxBatchCalls >= 1, headerTimeoutS > 0, idleTimeoutS > 0 else {
+            throw ValidationError("--max-images-per-call and --max-batch-calls must be at least 1, timeouts above 0")
+        }
+        var http2 = HTTP2Options()
+        http2.maxConcurrentStreams = http2MaxStreams
+        http2.initialWindowSize = http2InitialWindow
+        http2.connectionWindowSize = http2ConnectionWindow
+        http2.maxFrameSize = http2MaxFrame
+        http2.maxHeaderListSize = http2MaxHeaderList
+        return ServerConfiguration(
+            host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
+            idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,
+            http2: http2, tls: zip2(tlsCert, tlsKey).map { TLSFiles(certificateChain: $0, privateKey: $1) },
+            apiKeys: try apiKeys.map { try APIKeys(file: $0) }, modelDirectory: modelOptions.models,
+            adminWithoutAuth: adminWithoutAuth)
     }
 }
 

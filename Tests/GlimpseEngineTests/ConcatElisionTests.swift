@@ -1,6 +1,7 @@
 @testable import GlimpseEngine
 import GlimpseTensor
 import Foundation
+import GlimpseTestSupport
 import XCTest
 
 /// `ExecutionPlan.elideConcats`: at batch 1 a channel concatenation's inputs are written straight

@@ -1,6 +1,7 @@
 @testable import GlimpseEngine
 import GlimpseKernels
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// Conv → Relu → MaxPool fused by `FuseMaxPool`: banded (phase planes, shifted planes, pointwise)

@@ -1,6 +1,7 @@
 @testable import GlimpseEngine
 import GlimpseKernels
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// Convolutions that read phase planes (`PhaseB`): stride 2 with and without padding, a 7×7 stem,

@@ -1,6 +1,7 @@
 @testable import GlimpseEngine
 import GlimpseKernels
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// 3×3 convolutions run by Winograd F(2×2, 3×3) (`WinogradConvKernel`): square and oblong planes,

@@ -1,4 +1,5 @@
 import Dispatch
+import GlimpseTestSupport
 import XCTest
 @testable import GlimpseImage
 
@@ -7,7 +8,7 @@ final class ConcurrencyTests: XCTestCase {
     func testConcurrentPreprocessingIsDeterministic() throws {
         let names = ["imagenet/car.jpg", "formats/pillow_hopper_orientation_6.jpg", "formats/pillow_transparent.png",
                      "imagenet/kimono.jpg"]
-        let inputs = try names.map { try Shared.data("images/\($0)") }
+        let inputs = try names.map { try SharedData.data("images/\($0)") }
         let expected = try inputs.map { try preprocess($0).values }
         let results = UnsafeMutableBufferPointer<[Float]?>.allocate(capacity: 16)
         results.initialize(repeating: nil)

@@ -1,3 +1,4 @@
+import GlimpseTestSupport
 import XCTest
 @testable import GlimpseImage
 
@@ -5,7 +6,7 @@ import XCTest
 final class CorruptInputTests: XCTestCase {
     func testTruncatedJPEG() throws {
         for name in ["imagenet/car.jpg", "formats/pillow_icc_profile_big_progressive_beach.jpg", "formats/pillow_hopper_gray.jpg"] {
-            let data = try Shared.data("images/\(name)")
+            let data = try SharedData.data("images/\(name)")
             for fraction in [0.01, 0.1, 0.5, 0.9, 0.99] {
                 let cut = data.prefix(max(4, Int(Double(data.count) * fraction)))
                 assertImageError(.corrupt, ["truncated or corrupt JPEG: "]) { try preprocess(Data(cut)) }
@@ -15,7 +16,7 @@ final class CorruptInputTests: XCTestCase {
 
     func testTruncatedPNG() throws {
         for name in ["imagenet/fish.png", "formats/pillow_pil123rgba.png"] {
-            let data = try Shared.data("images/\(name)")
+            let data = try SharedData.data("images/\(name)")
             for fraction in [0.001, 0.1, 0.5, 0.9, 0.999] {
                 let cut = data.prefix(max(9, Int(Double(data.count) * fraction)))
                 assertImageError(.corrupt, ["truncated or corrupt PNG: "]) { try preprocess(Data(cut)) }
@@ -27,7 +28,7 @@ final class CorruptInputTests: XCTestCase {
     func testDamagedBytesNeverCrash() throws {
         // Bounded deterministic fuzz: flip bytes; the result is either an image or an ImageError.
         for name in ["formats/pillow_hopper.jpg", "formats/pillow_hopper.png", "formats/pillow_hopper_orientation_6.jpg"] {
-            let original = [UInt8](try Shared.data("images/\(name)"))
+            let original = [UInt8](try SharedData.data("images/\(name)"))
             var state: UInt64 = 0x9E37_79B9_7F4A_7C15
             for _ in 0..<60 {
                 var bytes = original

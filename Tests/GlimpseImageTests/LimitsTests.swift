@@ -1,3 +1,4 @@
+import GlimpseTestSupport
 import XCTest
 @testable import GlimpseImage
 
@@ -6,7 +7,7 @@ import XCTest
 final class LimitsTests: XCTestCase {
     /// pillow_hopper.jpg with its SOF dimensions patched to `w`×`h` (a decompression bomb header).
     func jpegClaiming(_ w: Int, _ h: Int) throws -> Data {
-        var d = [UInt8](try Shared.data("images/formats/pillow_hopper.jpg"))
+        var d = [UInt8](try SharedData.data("images/formats/pillow_hopper.jpg"))
         var i = 2
         while i + 9 < d.count {
             guard d[i] == 0xFF else { XCTFail("bad marker walk"); break }
@@ -27,7 +28,7 @@ final class LimitsTests: XCTestCase {
     }
 
     func testEncodedByteLimit() throws {
-        let data = try Shared.data("images/formats/pillow_hopper.jpg")
+        let data = try SharedData.data("images/formats/pillow_hopper.jpg")
         assertImageError(.tooLarge, ["\(data.count) bytes", "limit of 1000 bytes"]) {
             try preprocess(data, limits: ImageLimits(maxEncodedBytes: 1000))
         }
@@ -43,11 +44,11 @@ final class LimitsTests: XCTestCase {
     }
 
     func testPixelLimitOnRealImages() throws {
-        let jpeg = try Shared.data("images/imagenet/car.jpg")          // 256x256
+        let jpeg = try SharedData.data("images/imagenet/car.jpg")          // 256x256
         assertImageError(.tooLarge, ["256x256", "6.6e4 pixels", "1.0e4"]) {
             try preprocess(jpeg, limits: ImageLimits(maxPixels: 10_000))
         }
-        let png = try Shared.data("images/formats/pillow_hopper.png")  // 128x128
+        let png = try SharedData.data("images/formats/pillow_hopper.png")  // 128x128
         assertImageError(.tooLarge, ["PNG image is 128x128"]) { try preprocess(png, limits: ImageLimits(maxPixels: 10_000)) }
         XCTAssertNoThrow(try preprocess(png, limits: ImageLimits(maxPixels: 128 * 128)))
     }

@@ -1,3 +1,4 @@
+import GlimpseTestSupport
 import XCTest
 import GlimpseTensor
 @testable import GlimpseImage
@@ -54,7 +55,7 @@ final class NormalizeTests: XCTestCase {
     func testFloat16MatchesFloat32() throws {
         var spec = Preprocessing(width: 224, height: 224, resizeShortSide: 256, channelOrder: .bgr, scale: 1,
                                  mean: [103.94, 116.78, 123.68], dtype: .float16)
-        let data = try Shared.data("images/imagenet/goldfish.jpg")
+        let data = try SharedData.data("images/imagenet/goldfish.jpg")
         let half = try preprocess16(data, spec: spec)
         XCTAssertEqual(spec.byteCount, 224 * 224 * 3 * 2)
         spec.dtype = .float32
@@ -66,7 +67,7 @@ final class NormalizeTests: XCTestCase {
 
     func testWritesExactlyByteCount() throws {
         // Guard bytes around the slot must stay untouched, for every layout/dtype/mode.
-        let data = try Shared.data("images/formats/pillow_hopper.jpg")
+        let data = try SharedData.data("images/formats/pillow_hopper.jpg")
         for dtype in [DType.float32, .float16] { for layout in [TensorLayout.nchw, .nhwc] { for mode in CropMode.allCases {
             for order in [ChannelOrder.rgb, .gray] {
                 let spec = Preprocessing(width: 37, height: 23, crop: mode, channelOrder: order, layout: layout, dtype: dtype)

@@ -1,10 +1,11 @@
+import GlimpseTestSupport
 import XCTest
 @testable import GlimpseImage
 
 /// EXIF orientation is applied before cropping: rotated files give the upright image.
 final class OrientationTests: XCTestCase {
     private func tensor(_ path: String) throws -> (values: [Float], info: ImageInfo) {
-        try preprocess(try Shared.data("images/formats/\(path)"))
+        try preprocess(try SharedData.data("images/formats/\(path)"))
     }
 
     func testExifLandscapeMatchesUpright() throws {
@@ -38,7 +39,7 @@ final class OrientationTests: XCTestCase {
     }
 
     func testImageMagickPNGRawProfileOrientation() throws {
-        let data = try Shared.data("images/formats/pillow_exif_imagemagick_orientation.png")
+        let data = try SharedData.data("images/formats/pillow_exif_imagemagick_orientation.png")
         let result = try preprocess(data)
         XCTAssertEqual(result.info.orientation, 3)
         // Decode the pixels without orientation, rotate by 180° ourselves, re-encode without EXIF.

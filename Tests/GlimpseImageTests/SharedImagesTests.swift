@@ -1,3 +1,4 @@
+import GlimpseTestSupport
 import XCTest
 @testable import GlimpseImage
 
@@ -47,7 +48,7 @@ final class SharedImagesTests: XCTestCase {
     func testEverySharedImageDecodesOrIsRefusedWithReason() throws {
         var seen = 0
         for dir in ["imagenet", "formats", "digits"] {
-            for name in try Shared.files(in: "images/\(dir)") {
+            for name in try SharedData.files(in: "images/\(dir)") {
                 let path = "images/\(dir)/\(name)"
                 let key = "\(dir)/\(name)"
                 guard let expect = Self.expectations[key] else {
@@ -55,7 +56,7 @@ final class SharedImagesTests: XCTestCase {
                     continue
                 }
                 seen += 1
-                let data = try Shared.data(path)
+                let data = try SharedData.data(path)
                 for spec in [torchSpec, Preprocessing(width: 28, height: 28, channelOrder: .gray)] {
                     switch expect {
                     case .decodes:
@@ -78,15 +79,15 @@ final class SharedImagesTests: XCTestCase {
 
     func testFormatDetailsMatchPillow() throws {
         // Values Pillow 13 gives for these files (open + exif_transpose + convert("RGB")).
-        let cmyk = try preprocess(try Shared.data("images/formats/pillow_pil_sample_cmyk.jpg"))
+        let cmyk = try preprocess(try SharedData.data("images/formats/pillow_pil_sample_cmyk.jpg"))
         XCTAssertEqual(cmyk.info.width, 100)
-        let gray = try preprocess(try Shared.data("images/formats/pillow_hopper_gray.jpg"))
+        let gray = try preprocess(try SharedData.data("images/formats/pillow_hopper_gray.jpg"))
         // Gray JPEG: the three channels carry the same byte, so (v − mean) / std must agree.
         for i in stride(from: 0, to: 224 * 224, by: 997) {
             let r = gray.values[i] * 0.229 + 0.485, g = gray.values[224 * 224 + i] * 0.224 + 0.456
             XCTAssertEqual(r, g, accuracy: 1e-5)
         }
-        let rgba = try preprocess(try Shared.data("images/formats/pillow_transparent.png"))
+        let rgba = try preprocess(try SharedData.data("images/formats/pillow_transparent.png"))
         XCTAssertTrue(rgba.values.allSatisfy { $0.isFinite })
     }
 }

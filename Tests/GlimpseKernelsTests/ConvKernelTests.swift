@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseKernels
+import GlimpseTestSupport
 import XCTest
 
 /// Im2col GEMM, direct depthwise and pooling kernels against their scalar references.

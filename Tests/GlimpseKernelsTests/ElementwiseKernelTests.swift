@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseKernels
+import GlimpseTestSupport
 import XCTest
 
 /// Vectorized activations and binary rows against scalar Foundation references.

@@ -1,4 +1,5 @@
 import GlimpseKernels
+import GlimpseTestSupport
 import XCTest
 
 /// gemm_f32_6x32_avx512 through GemmDriver against the scalar reference, sweeping shapes with

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseKernels
+import GlimpseTestSupport
 import XCTest
 
 /// The int8 kernels (u8 × s8 GEMM convolution, depthwise, GEMV, elementwise) against their scalar

@@ -2,6 +2,7 @@ import Foundation
 import GlimpseEngine
 import GlimpseONNX
 @testable import GlimpseQuantize
+import GlimpseTestSupport
 import XCTest
 
 /// Quantizes the shared SqueezeNet 1.1 in every mode and checks the variant: it loads in the engine,

@@ -1,10 +1,11 @@
 import Foundation
 import GlimpseEngine
 import GlimpseImage
+import GlimpseModelTools
 import GlimpseONNX
 @testable import GlimpseQuantize
-import GlimpseServing
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 /// `StaticQuantizer` on the embedded digits-large model: calibrated on MNIST training images, the

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// Without API keys the admin methods are closed: anyone who reaches the port may classify, but not

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// classify end to end: a real server on loopback, real clients (curl, nghttp), real models and photos.

@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseTestSupport
 import XCTest
 
 /// `dashboards/`: the Prometheus scrape config passes promtool, the Grafana dashboard parses, its PromQL

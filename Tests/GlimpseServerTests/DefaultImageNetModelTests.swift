@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// The `imagenet` family shipped in `models/` is what a classify without `model` gets: real photos

@@ -1,6 +1,7 @@
 import Foundation
 import GlimpseLoad
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// SIGTERM under load: every request the server accepted is answered, then the process exits cleanly.

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// Every JSON-RPC error code provoked over a real HTTP/2 connection, each followed by a good request.

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// HTTP/2 abuse from a raw client (`RawH2`): the abusive connection may be cut off, but other clients

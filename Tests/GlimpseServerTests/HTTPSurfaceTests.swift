@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// TLS with ALPN, advertised HTTP/2 settings, API keys, timeouts and an h2load run, each checked with

@@ -1,6 +1,7 @@
 import Foundation
 import GlimpseLoad
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// `models.reload` (and `models.load`) replace a running model without failing a request, and refuse a

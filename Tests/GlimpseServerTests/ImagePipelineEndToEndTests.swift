@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// The image pipeline judged end to end: real photos through the server, compared with onnxruntime

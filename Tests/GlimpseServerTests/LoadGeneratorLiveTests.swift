@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 #if canImport(FoundationXML)
 import FoundationXML

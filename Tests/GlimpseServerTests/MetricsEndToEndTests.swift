@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// `/metrics` of the real executable, checked by promtool and scraped by a real Prometheus server.

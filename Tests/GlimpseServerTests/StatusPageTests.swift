@@ -1,6 +1,7 @@
 import Foundation
 import GlimpseLoad
 import GlimpseRPC
+import GlimpseTestSupport
 import XCTest
 
 /// The status page at `GET /` of the real executable, rendered by headless Chromium while requests flow.

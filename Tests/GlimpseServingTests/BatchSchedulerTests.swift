@@ -41,7 +41,7 @@ final class BatchSchedulerTests: XCTestCase {
         XCTAssertEqual(s.enqueue(id: 1, now: 0), .accepted)
         XCTAssertEqual(s.enqueue(id: 2, now: 0), .accepted)
         guard case .rejected(let reason, let retry) = s.enqueue(id: 3, now: 0) else { return XCTFail("expected a refusal") }
-        XCTAssertEqual(reason, "queue_full")
+        XCTAssertEqual(reason, .queueFull)
         XCTAssertGreaterThan(retry, 0)
     }
 
@@ -71,13 +71,13 @@ final class BatchSchedulerTests: XCTestCase {
         s.batchDone(size: 2, durationNanos: 10 * ms, now: 10 * ms)
         // The model predicts about 5 ms for one item: 3 ms is not enough even on an idle server.
         guard case .rejected(let reason, _) = s.enqueue(id: 3, now: 20 * ms, deadline: 23 * ms) else { return XCTFail("expected shedding") }
-        XCTAssertEqual(reason, BatchScheduler.deadlineTooShort)
+        XCTAssertEqual(reason, .deadlineTooShort)
         // 50 ms is.
         XCTAssertEqual(s.enqueue(id: 4, now: 20 * ms, deadline: 70 * ms), .accepted)
         // With a queue ahead, 8 ms would do for one item alone but not behind the others: that is overload.
         for id in 5...10 { XCTAssertEqual(s.enqueue(id: UInt64(id), now: 20 * ms), .accepted) }
         guard case .rejected(let queued, _) = s.enqueue(id: 11, now: 20 * ms, deadline: 28 * ms) else { return XCTFail("expected shedding") }
-        XCTAssertEqual(queued, "deadline_unmeetable")
+        XCTAssertEqual(queued, .deadlineUnmeetable)
     }
 
     func testDeadlinePassedInQueueExpires() {
@@ -119,7 +119,7 @@ extension BatchSchedulerTests {
         XCTAssertEqual(s.next(now: 0), .dispatch(ids: [1]))
         s.batchDone(size: 1, durationNanos: 10 * ms, now: 10 * ms)  // 10 ms per item
         var accepted = 0
-        var refused: String?
+        var refused: BatchScheduler.RefusalReason?
         for id in 2...20 {
             switch s.enqueue(id: UInt64(id), now: 10 * ms) {
             case .accepted: accepted += 1
@@ -128,7 +128,7 @@ extension BatchSchedulerTests {
         }
         // About 50 ms of work fits before the predicted wait passes the limit.
         XCTAssertTrue((4...6).contains(accepted), "accepted \(accepted)")
-        XCTAssertEqual(refused, "queue_full")
+        XCTAssertEqual(refused, .queueFull)
     }
 }
 
@@ -152,7 +152,7 @@ extension BatchSchedulerTests {
         // a batch of 8 (18 ms), not alone (4 ms): finished at 44 ms, not 30 ms.
         XCTAssertEqual(s.predictedCompletion(now: 8 * ms, position: 0), 44 * ms)
         guard case .rejected(let reason, _) = s.enqueue(id: 100, now: 8 * ms, deadline: 40 * ms) else { return XCTFail("expected shedding") }
-        XCTAssertEqual(reason, "deadline_unmeetable")
+        XCTAssertEqual(reason, .deadlineUnmeetable)
         XCTAssertEqual(s.enqueue(id: 101, now: 8 * ms, deadline: 45 * ms), .accepted)
         // Without recent arrivals nothing is expected to join: an idle queue predicts a batch of one.
         var idle = calibrated()
@@ -273,6 +273,25 @@ extension BatchSchedulerTests {
         var off = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, shedUnmeetableDeadlines: false), workers: 1)
         off.adopt(calibration: [1: 10 * ms])
         XCTAssertTrue(off.admitsBeforeDecode(images: 1, incoming: 50, ready: 0, deadline: 1))
+    }
+
+    func testAdmissionGivesATypedReason() {
+        // 10 ms per item, one worker, no batching; decoding takes 1 ms an image on one thread.
+        var s = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 1)
+        s.adopt(calibration: [1: 10 * ms])
+        let decode = Double(ms)
+        XCTAssertEqual(s.admit(images: 1, incoming: 0, now: 0, deadline: 12 * ms, preprocessNanos: decode, decodeAhead: 0, decodeThreads: 1), .admit)
+        // Shorter than decoding and one inference on an idle server: no retry can help.
+        XCTAssertEqual(s.admit(images: 1, incoming: 0, now: 0, deadline: 10 * ms, preprocessNanos: decode, decodeAhead: 0, decodeThreads: 1),
+                       .refuse(reason: .deadlineTooShort, retryAfterNanos: 0))
+        // Long enough alone, not behind two images still being decoded: overload, retry after one batch.
+        XCTAssertEqual(s.admit(images: 1, incoming: 2, now: 0, deadline: 25 * ms, preprocessNanos: decode, decodeAhead: 0, decodeThreads: 1),
+                       .refuse(reason: .deadlineUnmeetable, retryAfterNanos: 10 * ms))
+        // Decode jobs ahead of it delay it too: 11 jobs on one thread leave 12 ms before it is queued.
+        XCTAssertEqual(s.admit(images: 1, incoming: 0, now: 0, deadline: 21 * ms, preprocessNanos: decode, decodeAhead: 11, decodeThreads: 1),
+                       .refuse(reason: .deadlineUnmeetable, retryAfterNanos: 10 * ms))
+        XCTAssertEqual(s.admit(images: 1, incoming: 0, now: 0, deadline: 21 * ms, preprocessNanos: decode, decodeAhead: 11, decodeThreads: 4), .admit)
+        XCTAssertEqual(BatchScheduler.RefusalReason.deadlineUnmeetable.rawValue, "deadline_unmeetable")
     }
 
     func testAdaptiveStopsWaitingWhenWaitsGatherNobody() {

@@ -117,7 +117,7 @@ struct LoadOptions {
             progress.finish()
             results.append(result)
         }
-        fputs(SummaryTable.render(results), stdout)  // as print(_:terminator: ""), without its dynamic casts
+        print(SummaryTable.render(results), terminator: "")
         if let csv { try FileReports.write(FileReports.csv(results), to: csv) }
         if let json { try FileReports.json(results).write(to: URL(fileURLWithPath: json)) }
         if let svg, let first = results.first {

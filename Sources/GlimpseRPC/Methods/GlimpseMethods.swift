@@ -1,5 +1,4 @@
 import Foundation
-import GlimpseImage
 import GlimpseServing
 
 /// The method table of the Glimpse JSON-RPC API.
@@ -11,48 +10,29 @@ public enum GlimpseMethods {
                              startedAt: Date = Date()) -> [String: RPCDispatcher.Handler] {
         [
             "classify": { params, _ in
-                // Labels stay bounded: a model name is used only when that model is loaded.
-                let requested = params?["model"]?.stringValue ?? ""
-                let loaded = service.registry.model(named: requested)
-                let model = loaded == nil ? "unknown" : requested
-                let variant = loaded?.metadata.variant ?? ""
-                do {
-                    let result = try await classify(service: service, params: params)
-                    RequestMetrics.record(method: "classify", model: model, variant: variant, outcome: "ok", reason: "")
-                    return result
-                } catch {
-                    RequestMetrics.record(method: "classify", model: model, variant: variant, outcome: "error", reason: reasonLabel(RPCError.from(error).error))
-                    throw error
-                }
+                try await classify(service: service, params: try ClassifyParams(params, limits: service.configuration))
             },
             "models.list": { params, _ in
                 _ = try Params(params, method: "models.list")
                 return .object(["models": .array(service.registry.all.map(describe))])
             },
             "models.load": { params, _ in
-                let p = try Params(params, method: "models.load")
-                try p.rejectUnknown(allowed: ["model"], method: "models.load")
-                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                let name = try modelName(params, method: "models.load")
                 guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
-                let loaded = try service.registry.load(named: name, directory: modelDirectory)
-                return describe(loaded)
+                return describe(try await service.load(named: name, directory: modelDirectory))
             },
             "models.reload": { params, _ in
                 // A new version of a loaded model from its file: it serves once loaded, warmed up and
                 // calibrated; the old version drains. Unlike `models.load`, the model must be loaded.
-                let p = try Params(params, method: "models.reload")
-                try p.rejectUnknown(allowed: ["model"], method: "models.reload")
-                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                let name = try modelName(params, method: "models.reload")
                 guard service.registry.all.contains(where: { $0.name == name }) else {
                     throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
                 }
                 guard let modelDirectory else { throw RPCError.invalidParams("this server has no model folder to load from") }
-                return describe(try service.registry.load(named: name, directory: modelDirectory))
+                return describe(try await service.load(named: name, directory: modelDirectory))
             },
             "models.unload": { params, _ in
-                let p = try Params(params, method: "models.unload")
-                try p.rejectUnknown(allowed: ["model"], method: "models.unload")
-                guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+                let name = try modelName(params, method: "models.unload")
                 guard service.registry.unload(name) else {
                     throw RPCError.invalidParams("no loaded model named \"\(name)\"", reason: "unknown_model")
                 }
@@ -85,6 +65,14 @@ public enum GlimpseMethods {
         ]
     }
 
+    /// The one parameter of `models.load`, `models.reload` and `models.unload`.
+    static func modelName(_ params: JSONValue?, method: String) throws -> String {
+        let p = try Params(params, method: method)
+        try p.rejectUnknown(allowed: ["model"], method: method)
+        guard let name = try p.string("model") else { throw RPCError.invalidParams("missing \"model\"") }
+        return name
+    }
+
     static func stats(service: InferenceService, startedAt: Date) -> JSONValue {
         .object([
             "uptime_s": .double((Date().timeIntervalSince(startedAt) * 1000).rounded() / 1000),
@@ -107,56 +95,10 @@ public enum GlimpseMethods {
         ])
     }
 
-    static let classifyParams: Set<String> = ["image", "images", "model", "top_k", "crop", "deadline_ms", "min_accuracy", "client_id"]
-
-    static func classify(service: InferenceService, params: JSONValue?) async throws -> JSONValue {
-        let p = try Params(params, method: "classify")
-        try p.rejectUnknown(allowed: classifyParams, method: "classify")
-        let single = try p.string("image")
-        let many = try p.stringArray("images")
-        if single != nil && many != nil { throw RPCError.invalidParams("give either \"image\" or \"images\", not both") }
-        // Without "model", the default model (--default-model) serves.
-        let model = try p.string("model") ?? "auto"
-        let topK = try p.int("top_k", in: 1...service.configuration.maxTopK) ?? 5
-        var crop: CropMode?
-        if let c = try p.string("crop") {
-            guard let mode = CropMode(rawValue: c) else {
-                throw RPCError.invalidParams("\"crop\" must be one of center, fit, fill; got \"\(c)\"")
-            }
-            crop = mode
-        }
-        var deadlineMs: Double?
-        if let d = p.object["deadline_ms"], d != .null {
-            guard let v = d.doubleValue, v > 0, v <= 3_600_000 else {
-                throw RPCError.invalidParams("\"deadline_ms\" must be a number of milliseconds between 0 and 3600000")
-            }
-            deadlineMs = v
-        }
-        var minAccuracy: Double?
-        if let a = p.object["min_accuracy"], a != .null {
-            guard let v = a.doubleValue, v >= 0, v <= 1 else {
-                throw RPCError.invalidParams("\"min_accuracy\" must be a number between 0 and 1")
-            }
-            minAccuracy = v
-        }
-        let clientID = try p.string("client_id")
-        if let clientID, clientID.utf8.count > 256 { throw RPCError.invalidParams("\"client_id\" is longer than 256 bytes") }
-        let images: [[UInt8]]
-        if let single {
-            images = [try Base64.decode(single, field: "image")]
-        } else if let many {
-            guard !many.isEmpty else { throw RPCError.invalidParams("\"images\" is empty") }
-            guard many.count <= service.configuration.maxImagesPerCall else {
-                throw RPCError.invalidParams("\(many.count) images in one call; the limit is \(service.configuration.maxImagesPerCall)", reason: "too_many_images")
-            }
-            images = try many.enumerated().map { try Base64.decode($1, field: "images[\($0)]") }
-        } else {
-            throw RPCError.invalidParams("missing \"image\" (a base64 JPEG or PNG) or \"images\"")
-        }
-        let results = try await service.classify(ClassifyRequest(images: images, model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
-                                                                 minAccuracy: minAccuracy, clientID: clientID))
-        let encoded = results.map(encode)
-        return single != nil ? encoded[0] : .array(encoded)
+    /// Runs `classify` (JSON-RPC or REST): one result object for a single image, else an array.
+    public static func classify(service: InferenceService, params: ClassifyParams) async throws -> JSONValue {
+        let encoded = try await service.classify(params.request).map(encode)
+        return params.single ? encoded[0] : .array(encoded)
     }
 
     /// A short, bounded label for an error (its `data.reason`, else its code).

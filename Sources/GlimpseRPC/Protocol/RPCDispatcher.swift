@@ -18,6 +18,24 @@ public struct RPCContext: Sendable {
     public init(isAdmin: Bool = true) { self.isAdmin = isAdmin }
 }
 
+/// One finished call, as the dispatcher reports it (to record metrics in one place).
+public struct RPCCallOutcome: Sendable {
+    /// The method called; "" when the request was refused before a method was known.
+    public var method: String
+    /// The call's params, as sent.
+    public var params: JSONValue?
+    /// The result, when the call succeeded.
+    public var result: JSONValue?
+    public var error: RPCError?
+
+    public init(method: String, params: JSONValue? = nil, result: JSONValue? = nil, error: RPCError? = nil) {
+        self.method = method
+        self.params = params
+        self.result = result
+        self.error = error
+    }
+}
+
 /// JSON-RPC 2.0 dispatch: parses a body (single call or batch), validates each call, runs the method
 /// handlers (batch entries concurrently) and assembles the response exactly as the specification says.
 public final class RPCDispatcher: Sendable {
@@ -28,10 +46,11 @@ public final class RPCDispatcher: Sendable {
     public let adminMethods: Set<String>
     public let maxBatchLength: Int
     let logger: Logger
-    let onCall: @Sendable (_ method: String, _ error: RPCError?) -> Void
+    let onCall: @Sendable (RPCCallOutcome) -> Void
 
+    /// `onCall` hears of every call, its outcome included, whichever front door it came through.
     public init(methods: [String: Handler], adminMethods: Set<String> = [], maxBatchLength: Int = 256,
-                logger: Logger = Logger(label: "glimpse.rpc"), onCall: @escaping @Sendable (String, RPCError?) -> Void = { _, _ in }) {
+                logger: Logger = Logger(label: "glimpse.rpc"), onCall: @escaping @Sendable (RPCCallOutcome) -> Void = { _ in }) {
         self.methods = methods
         self.adminMethods = adminMethods
         self.maxBatchLength = maxBatchLength
@@ -47,7 +66,7 @@ public final class RPCDispatcher: Sendable {
             document = try JSONValue.parse(body)
         } catch {
             let e = RPCError.parseError("\(error)")
-            onCall("", e)
+            onCall(RPCCallOutcome(method: "", error: e))
             return respond(.object(["jsonrpc": "2.0", "id": .null, "error": e.json]))
         }
         switch document {
@@ -91,7 +110,7 @@ public final class RPCDispatcher: Sendable {
     func handleCall(_ call: JSONValue, context: RPCContext) async -> (reply: JSONValue?, error: RPCError?) {
         guard case .object(let object) = call else {
             let e = RPCError.invalidRequest("a request must be a JSON object, got \(call.typeName)")
-            onCall("", e)
+            onCall(RPCCallOutcome(method: "", error: e))
             return (errorResponse(id: .null, e), e)
         }
         // The id, when valid, is echoed even in errors about the rest of the request.
@@ -102,23 +121,23 @@ public final class RPCDispatcher: Sendable {
             case .double(let d) where !d.isFinite || abs(d) >= 9_007_199_254_740_992:
                 // Such a number cannot be echoed back exactly; a reply the client cannot match is worse than an error.
                 let e = RPCError.invalidRequest("numeric \"id\" out of range; use a string or an integer below 2^53")
-                onCall("", e)
+                onCall(RPCCallOutcome(method: "", error: e))
                 return (errorResponse(id: .null, e), e)
             case .string, .int, .double, .null: id = idMember
             default:
                 let e = RPCError.invalidRequest("\"id\" must be a string, a number or null, got \(idMember.typeName)")
-                onCall("", e)
+                onCall(RPCCallOutcome(method: "", error: e))
                 return (errorResponse(id: .null, e), e)
             }
         }
         guard object["jsonrpc"] == .string("2.0") else {
             let e = RPCError.invalidRequest("\"jsonrpc\" must be exactly \"2.0\"")
-            onCall("", e)
+            onCall(RPCCallOutcome(method: "", error: e))
             return (errorResponse(id: id, e), e)
         }
         guard case .string(let method)? = object["method"] else {
             let e = RPCError.invalidRequest("\"method\" must be a string")
-            onCall("", e)
+            onCall(RPCCallOutcome(method: "", error: e))
             return (errorResponse(id: id, e), e)
         }
         let params = object["params"]
@@ -127,32 +146,49 @@ public final class RPCDispatcher: Sendable {
             case .object, .array: break
             default:
                 let e = RPCError.invalidRequest("\"params\" must be an object or an array, got \(params.typeName)")
-                onCall(method, e)
+                onCall(RPCCallOutcome(method: method, params: params, error: e))
                 return (errorResponse(id: id, e), e)
             }
         }
         let isNotification = idMember == nil
         guard let handler = methods[method] else {
             let e = RPCError.methodNotFound(method)
-            onCall(method, e)
+            onCall(RPCCallOutcome(method: method, params: params, error: e))
             return (isNotification ? nil : errorResponse(id: id, e), e)
         }
         if adminMethods.contains(method) && !context.isAdmin {
             let e = RPCError.unauthorized("\(method) is an admin method: send an API key with the admin role (--api-keys), or start the server with --admin-without-auth")
-            onCall(method, e)
+            onCall(RPCCallOutcome(method: method, params: params, error: e))
             return (isNotification ? nil : errorResponse(id: id, e), e)
         }
-        do {
-            let result = try await handler(params, context)
-            onCall(method, nil)
+        switch await perform(method: method, params: params, { try await handler(params, context) }) {
+        case .success(let result):
             return (isNotification ? nil : .object(["jsonrpc": "2.0", "id": id, "result": result]), nil)
+        case .failure(let e):
+            return (isNotification ? nil : errorResponse(id: id, e), e)
+        }
+    }
+
+    /// Runs the work of one call that has passed the protocol checks: maps its error to JSON-RPC
+    /// (logging internal ones, which the client sees only as -32603) and reports the outcome. REST
+    /// routes that serve a method run it through here too.
+    public func perform(method: String, params: JSONValue?, _ work: () async throws -> JSONValue) async -> Result<JSONValue, RPCError> {
+        do {
+            let result = try await work()
+            onCall(RPCCallOutcome(method: method, params: params, result: result))
+            return .success(result)
         } catch {
             let (e, isInternal) = RPCError.from(error)
             if isInternal {
                 logger.error("internal error in \(method): \(String(describing: error))")
             }
-            onCall(method, e)
-            return (isNotification ? nil : errorResponse(id: id, e), e)
+            onCall(RPCCallOutcome(method: method, params: params, error: e))
+            return .failure(e)
         }
+    }
+
+    /// Reports a request refused before it reached any method (e.g. without a valid API key).
+    public func refused(_ error: RPCError) {
+        onCall(RPCCallOutcome(method: "", error: error))
     }
 }

@@ -1,4 +1,3 @@
-import GlimpseEngine
 import GlimpseImage
 import GlimpseServing
 

@@ -1,13 +1,32 @@
 import GlimpseRPC
 import GlimpseServing
 
+/// The one place `glimpse_requests_total` is recorded: every JSON-RPC call and every REST request
+/// that serves a method, as the dispatcher reports them.
 enum RPCMetrics {
-    /// Records calls that the classify handler does not record itself (it knows the model and variant).
-    /// Method names not in the table are labelled "unknown", so a client cannot grow the label set.
-    static func record(method: String, error: RPCError?, known: Set<String>) {
-        if method == "classify" && (error == nil || error?.code != RPCError.invalidRequestCode) { return }
-        let label = method.isEmpty ? "invalid" : (known.contains(method) ? method : "unknown")
-        RequestMetrics.record(method: label, model: "", variant: "", outcome: error == nil ? "ok" : "error",
-                              reason: error.map(GlimpseMethods.reasonLabel) ?? "")
+    /// Labels stay bounded: method names not in the table are labelled "unknown", and a model name
+    /// is used only when it names a loaded model or family. A successful `classify` is labelled with
+    /// the family and the variant that served it.
+    static func record(_ call: RPCCallOutcome, known: Set<String>, registry: ModelRegistry) {
+        let method = call.method.isEmpty ? "invalid" : (known.contains(call.method) ? call.method : "unknown")
+        var model = "", variant = ""
+        if call.method == "classify" && call.error?.code != RPCError.invalidRequestCode {
+            (model, variant) = labels(call, registry: registry)
+        }
+        RequestMetrics.record(method: method, model: model, variant: variant, outcome: call.error == nil ? "ok" : "error",
+                              reason: call.error.map(GlimpseMethods.reasonLabel) ?? "")
+    }
+
+    /// The family and variant that served a classify call, else what it asked for when that is loaded.
+    static func labels(_ call: RPCCallOutcome, registry: ModelRegistry) -> (model: String, variant: String) {
+        var served = call.result
+        if case .array(let items)? = served { served = items.first }
+        if let family = served?["model"]?.stringValue, let variant = served?["variant"]?.stringValue {
+            return (family, variant)
+        }
+        let requested = call.params?["model"]?.stringValue ?? ""
+        if let loaded = registry.model(named: requested) { return (requested, loaded.metadata.variant) }
+        if registry.all.contains(where: { $0.metadata.family == requested }) { return (requested, "") }
+        return ("unknown", "")
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GlimpseImage
 import GlimpseRPC
 import GlimpseServing
 import HTTPTypes
@@ -21,7 +20,7 @@ enum Routes {
                 let body: JSONValue = rest ? .object(["error": e.json]) : .object(["jsonrpc": "2.0", "id": .null, "error": e.json])
                 var response = json(body, status: .unauthorized)
                 response.headers[.wwwAuthenticate] = #"Bearer realm="glimpse""#
-                RPCMetrics.record(method: "", error: e, known: [])
+                dispatcher.refused(e)
                 return (RPCContext(isAdmin: false), response)
             }
             return (RPCContext(isAdmin: key.role == .admin), nil)
@@ -49,32 +48,26 @@ enum Routes {
             guard let body = await collectBody(request, limit: maxBody) else {
                 return restError(tooLarge(maxBody), status: .contentTooLarge)
             }
+            // The same parameter type and checks as JSON-RPC `classify`; the dispatcher maps errors and
+            // records the request. Without ?model=, the default model (--default-model) serves.
             let query = request.uri.queryParameters
-            // Without ?model=, the default model (--default-model) serves.
-            let model = query.get("model") ?? "auto"
-            var topK = 5
-            if let k = query.get("top_k") {
-                guard let v = Int(k), v >= 1, v <= service.configuration.maxTopK else {
-                    return restError(.invalidParams("top_k must be an integer between 1 and \(service.configuration.maxTopK)"), status: .badRequest)
-                }
-                topK = v
+            let requested: JSONValue = query.get("model").map { .object(["model": .string($0)]) } ?? .object([:])
+            let outcome = await dispatcher.perform(method: "classify", params: requested) {
+                let params = try ClassifyParams(query: { query.get($0) }, image: Array(buffer: body), limits: service.configuration)
+                return try await GlimpseMethods.classify(service: service, params: params)
             }
-            var crop: CropMode?
-            if let c = query.get("crop") {
-                guard let mode = CropMode(rawValue: c) else {
-                    return restError(.invalidParams("crop must be one of center, fit, fill"), status: .badRequest)
-                }
-                crop = mode
-            }
-            do {
-                let results = try await service.classify(ClassifyRequest(images: [Array(buffer: body)], model: model, topK: topK, crop: crop))
-                return json(GlimpseMethods.encode(results[0]), status: .ok)
-            } catch {
-                let (e, _) = RPCError.from(error)
-                return restError(e, status: restStatus(e))
+            switch outcome {
+            case .success(let result): return json(result, status: .ok)
+            case .failure(let e): return restError(e, status: restStatus(e))
             }
         }
 
+        addOperational(to: router, service: service, state: state, metricsText: metricsText)
+    }
+
+    /// The status page, health, readiness and metrics.
+    static func addOperational(to router: Router<BasicRequestContext>, service: InferenceService, state: ServerState,
+                               metricsText: (@Sendable () -> [UInt8])?) {
         router.get("/") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "text/html; charset=utf-8"

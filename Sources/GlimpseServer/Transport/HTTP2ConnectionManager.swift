@@ -1,14 +1,9 @@
 import NIOCore
 import NIOHTTP2
 
-/// Owns an HTTP/2 connection's life: closes it when idle, and drains it gracefully.
-///
-/// Drain (on `ChannelShouldQuiesceEvent`, sent to every connection when the server stops) follows
-/// RFC 9113 §6.8: a GOAWAY with the largest stream id and a PING, then, once the PING is acknowledged
-/// (so every stream the client opened before seeing the GOAWAY has arrived), a second GOAWAY naming the
-/// last stream accepted. Streams up to that id are answered; the connection closes when the last one
-/// ends, or after the graceful-close timeout. A client that half-closes its side still gets the answers
-/// to the streams it opened.
+/// Owns an HTTP/2 connection's life: closes it when idle, and drains it gracefully. The rules are
+/// `HTTP2ConnectionStateMachine`'s; this handler feeds it channel events and timers and carries out
+/// the actions it returns.
 ///
 /// The close is always deferred to the next event-loop tick: the stream-closed event arrives while
 /// `NIOHTTP2Handler` is still writing the stream's last frame, and closing at once would drop it.
@@ -18,17 +13,7 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    private enum Phase {
-        case active
-        case goingAway(HTTP2PingData)
-        case finalGoAwaySent
-        case closing
-    }
-
-    private var phase = Phase.active
-    private var openStreams = Set<HTTP2StreamID>()
-    private var lastStreamID = HTTP2StreamID.rootStream
-    private var inputClosed = false
+    private var state = HTTP2ConnectionStateMachine()
     private var context: ChannelHandlerContext?
     private var idleTimer: Scheduled<Void>?
     private var graceTimer: Scheduled<Void>?
@@ -56,9 +41,8 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        if case .ping(let ping, ack: true) = frame.payload, case .goingAway(let expected) = phase, ping == expected {
-            sendFinalGoAway(context: context)
+        if case .ping(let ping, ack: true) = unwrapInboundIn(data).payload {
+            perform(state.pingAcknowledged(ping))
         }
         context.fireChannelRead(data)
     }
@@ -66,10 +50,9 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case is ChannelShouldQuiesceEvent:
-            beginDrain(context: context)
+            perform(state.quiesce(ping: Self.newPing()))
         case let e as ChannelEvent where e == .inputClosed:
-            inputClosed = true
-            if openStreams.isEmpty { closeSoon() }
+            perform(state.inputClosed())
         default:
             break
         }
@@ -78,40 +61,44 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // Connection-level protocol errors have already been answered with GOAWAY by NIOHTTP2Handler.
-        closeSoon()
+        perform(state.close())
     }
 
-    // MARK: drain
+    private static func newPing() -> HTTP2PingData { HTTP2PingData(withInteger: .random(in: .min ... .max)) }
 
-    private func beginDrain(context: ChannelHandlerContext) {
-        guard case .active = phase else { return }
-        idleTimer?.cancel()
-        let ping = HTTP2PingData(withInteger: .random(in: .min ... .max))
-        phase = .goingAway(ping)
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))), promise: nil)
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(ping, ack: false))), promise: nil)
-        context.flush()
-        // A client that does not acknowledge the PING within a few seconds gets its final GOAWAY anyway
-        // (and the connection closes then if it has no open stream); the grace timer bounds the rest.
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        pingTimer = context.eventLoop.scheduleTask(in: min(.seconds(5), gracefulCloseTimeout)) {
-            let manager = bound.value
-            if case .goingAway = manager.phase, let context = manager.context { manager.sendFinalGoAway(context: context) }
+    // MARK: actions
+
+    private func perform(_ action: HTTP2ConnectionStateMachine.Action) {
+        guard let context else { return }
+        switch action {
+        case .none:
+            break
+        case .armIdleTimer:
+            armIdleTimer()
+        case .cancelIdleTimer:
+            idleTimer?.cancel()
+        case .beginDrain(let ping):
+            idleTimer?.cancel()
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))), promise: nil)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(ping, ack: false))), promise: nil)
+            context.flush()
+            // A client that does not acknowledge the PING within a few seconds gets its final GOAWAY
+            // anyway; the grace timer bounds the rest.
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            pingTimer = context.eventLoop.scheduleTask(in: min(.seconds(5), gracefulCloseTimeout)) {
+                bound.value.perform(bound.value.state.pingTimerFired())
+            }
+            graceTimer = context.eventLoop.scheduleTask(in: gracefulCloseTimeout) {
+                bound.value.perform(bound.value.state.close())
+            }
+        case .sendFinalGoAway(let lastStreamID, let close):
+            pingTimer?.cancel()
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))), promise: nil)
+            context.flush()
+            if close { closeOnNextTick(context) }
+        case .close:
+            closeOnNextTick(context)
         }
-        scheduleGraceTimer(context: context)
-    }
-
-    private func sendFinalGoAway(context: ChannelHandlerContext) {
-        pingTimer?.cancel()
-        phase = .finalGoAwaySent
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))), promise: nil)
-        context.flush()
-        if openStreams.isEmpty { closeSoon() }
-    }
-
-    private func scheduleGraceTimer(context: ChannelHandlerContext) {
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        graceTimer = context.eventLoop.scheduleTask(in: gracefulCloseTimeout) { bound.value.closeSoon() }
     }
 
     private func armIdleTimer() {
@@ -119,15 +106,11 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
         idleTimer?.cancel()
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) {
-            let manager = bound.value
-            if let context = manager.context, manager.openStreams.isEmpty { manager.beginDrain(context: context) }
+            bound.value.perform(bound.value.state.idleTimerFired(ping: Self.newPing()))
         }
     }
 
-    private func closeSoon() {
-        guard let context else { return }
-        if case .closing = phase { return }
-        phase = .closing
+    private func closeOnNextTick(_ context: ChannelHandlerContext) {
         idleTimer?.cancel()
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.eventLoop.execute {
@@ -138,21 +121,9 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
 
     // MARK: streams
 
-    fileprivate func streamCreated(_ id: HTTP2StreamID) {
-        openStreams.insert(id)
-        lastStreamID = max(lastStreamID, id)
-        idleTimer?.cancel()
-    }
+    fileprivate func streamCreated(_ id: HTTP2StreamID) { perform(state.streamCreated(id)) }
 
-    fileprivate func streamClosed(_ id: HTTP2StreamID) {
-        openStreams.remove(id)
-        guard openStreams.isEmpty else { return }
-        switch phase {
-        case .finalGoAwaySent: closeSoon()
-        case .active: if inputClosed { closeSoon() } else { armIdleTimer() }
-        case .goingAway, .closing: break
-        }
-    }
+    fileprivate func streamClosed(_ id: HTTP2StreamID) { perform(state.streamClosed(id)) }
 
     var streamDelegate: StreamDelegate { StreamDelegate(manager: self, eventLoop: eventLoop) }
 

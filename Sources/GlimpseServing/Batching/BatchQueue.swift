@@ -2,52 +2,6 @@ import Foundation
 import GlimpseEngine
 import GlimpseTensor
 
-/// Monotonic nanoseconds.
-@inline(__always)
-func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-/// What a batch queue runs: the engine's `CompiledModel`, or a fake in tests.
-protocol BatchModel: AnyObject, Sendable {
-    var name: String { get }
-    var inputs: [TensorSpec] { get }
-    /// Intra-op threads one `run` may use.
-    var threads: Int { get }
-    /// Runs a batch; `parallel: false` keeps it on the calling thread.
-    func run(_ inputs: [Tensor], parallel: Bool) throws -> [Tensor]
-    /// Runs of one batch size before its time is steady: the engine times splitting a batch into
-    /// single items against running it whole on its first runs (`BatchSplitting.auto`).
-    var warmUpRuns: Int { get }
-    /// CPU time consumed so far by the model's own engine threads (besides the calling thread).
-    func engineThreadsCPUNanos() -> UInt64
-}
-
-extension BatchModel {
-    var warmUpRuns: Int { 1 }
-}
-
-extension CompiledModel: BatchModel {
-    var warmUpRuns: Int { Self.batchSplitTrialRuns }
-}
-
-/// What one batch cost, for metrics and energy.
-struct BatchCost: Sendable {
-    var size: Int
-    var wallNanos: UInt64
-    var cpuNanos: UInt64
-    var oldestWaitNanos: UInt64
-}
-
-/// The result of one item of a batch.
-struct BatchItemResult: Sendable {
-    /// The item's slice of the model's first output, as float32.
-    var scores: [Float]
-    var batchSize: Int
-    var queueNanos: UInt64
-    var inferenceNanos: UInt64
-    /// The batch's CPU time divided by its size.
-    var cpuNanosPerItem: UInt64
-}
-
 /// Drives a `BatchScheduler` for one model: owns the waiting items and the worker threads that
 /// run batches on the engine. Workers are OS threads, never event loops.
 final class BatchQueue: @unchecked Sendable {
@@ -274,18 +228,15 @@ final class BatchQueue: @unchecked Sendable {
         condition.lock()
         scheduler.forgetIfIdle(now: now)
         if let deadline, !stopping {
-            let rounds = (decodeAhead + images + max(1, decodeThreads) - 1) / max(1, decodeThreads)
-            let ready = now &+ UInt64(preprocessNanos * Double(rounds))
-            if !scheduler.admitsBeforeDecode(images: images, incoming: incoming, ready: ready, deadline: deadline) {
+            let decision = scheduler.admit(images: images, incoming: incoming, now: now, deadline: deadline, preprocessNanos: preprocessNanos,
+                                           decodeAhead: decodeAhead, decodeThreads: decodeThreads)
+            if case .refuse(let reason, let retry) = decision {
                 let oneItem = scheduler.latency.predict(size: 1)
-                if now &+ UInt64(max(0, preprocessNanos + oneItem)) > deadline {
-                    // Too short even for an idle server: no retry can help, so it is not called overload.
-                    condition.unlock()
+                condition.unlock()
+                if reason == .deadlineTooShort {
                     throw ServingError.deadlineExceeded(String(format: "the deadline is shorter than decoding and one inference of %@ even with an empty queue (predicted %.1f ms)", model.name, (preprocessNanos + oneItem) / 1e6))
                 }
-                let retry = scheduler.latency.predict(size: scheduler.batchLimit)
-                condition.unlock()
-                throw ServingError.overloaded(reason: "deadline_unmeetable", retryAfterMs: max(1, Int(retry / 1e6)))
+                throw ServingError.overloaded(reason: reason.rawValue, retryAfterMs: max(1, Int(Double(retry) / 1e6)))
             }
         }
         incoming += images
@@ -318,13 +269,13 @@ final class BatchQueue: @unchecked Sendable {
                 pending[id] = Pending(input: input, enqueuedAt: now, deadline: deadline, continuation: continuation)
                 condition.signal()
                 condition.unlock()
-            case .rejected(let reason, _) where reason == BatchScheduler.deadlineTooShort:
+            case .rejected(.deadlineTooShort, _):
                 let oneItemMs = scheduler.latency.predict(size: 1) / 1e6
                 condition.unlock()
                 continuation.resume(throwing: ServingError.deadlineExceeded(String(format: "the deadline is shorter than one inference of %@ even with an empty queue (predicted %.1f ms)", model.name, oneItemMs)))
             case .rejected(let reason, let retry):
                 condition.unlock()
-                continuation.resume(throwing: ServingError.overloaded(reason: reason, retryAfterMs: Int((retry + 999_999) / 1_000_000)))
+                continuation.resume(throwing: ServingError.overloaded(reason: reason.rawValue, retryAfterMs: Int((retry + 999_999) / 1_000_000)))
             }
         }
     }

@@ -38,9 +38,26 @@ public struct BatchScheduler: Sendable {
         }
     }
 
+    /// Why the scheduler refuses a request; the raw value is the `data.reason` clients see.
+    public enum RefusalReason: String, Equatable, Sendable {
+        /// The queue is at its length limit, or its predicted wait is past the limit.
+        case queueFull = "queue_full"
+        /// The request would finish after its deadline behind what waits (shedding).
+        case deadlineUnmeetable = "deadline_unmeetable"
+        /// The deadline is shorter than the work itself on an idle server: no retry can help, so it
+        /// is answered as "deadline exceeded", not as overload.
+        case deadlineTooShort = "deadline_too_short"
+    }
+
     public enum EnqueueDecision: Equatable, Sendable {
         case accepted
-        case rejected(reason: String, retryAfterNanos: UInt64)
+        case rejected(reason: RefusalReason, retryAfterNanos: UInt64)
+    }
+
+    /// The decision on a call before its images are decoded.
+    public enum AdmissionDecision: Equatable, Sendable {
+        case admit
+        case refuse(reason: RefusalReason, retryAfterNanos: UInt64)
     }
 
     public enum Action: Equatable, Sendable {
@@ -187,26 +204,40 @@ public struct BatchScheduler: Sendable {
         return predictedCompletion(now: ready, position: queueLength + max(0, incoming) + max(1, images) - 1) <= deadline
     }
 
-    /// The rejection reason for a deadline shorter than one inference on an idle server.
-    public static let deadlineTooShort = "deadline_too_short"
+    /// Whether to take a call of `images` images before decoding them, at `now`: they would be decoded
+    /// in `preprocessNanos` each behind the `decodeAhead` jobs waiting for `decodeThreads` threads, then
+    /// queued behind what waits and the `incoming` images still being decoded. A call whose deadline
+    /// is shorter than decoding and one inference on an idle server is refused as too short; one
+    /// that would only miss it behind the queue, as unmeetable (with a retry hint of one full batch).
+    public func admit(images: Int, incoming: Int, now: UInt64, deadline: UInt64, preprocessNanos: Double,
+                      decodeAhead: Int, decodeThreads: Int) -> AdmissionDecision {
+        let threads = max(1, decodeThreads)
+        let rounds = (decodeAhead + images + threads - 1) / threads
+        let ready = now &+ UInt64(preprocessNanos * Double(rounds))
+        if admitsBeforeDecode(images: images, incoming: incoming, ready: ready, deadline: deadline) { return .admit }
+        if now &+ UInt64(max(0, preprocessNanos + latency.predict(size: 1))) > deadline {
+            return .refuse(reason: .deadlineTooShort, retryAfterNanos: 0)
+        }
+        return .refuse(reason: .deadlineUnmeetable, retryAfterNanos: UInt64(max(0, latency.predict(size: batchLimit))))
+    }
 
     public mutating func enqueue(id: UInt64, now: UInt64, deadline: UInt64? = nil) -> EnqueueDecision {
         let retry = UInt64(max(1_000_000, latency.predict(size: batchLimit) * Double(max(1, queueLength / batchLimit))))
         if queueLength >= configuration.maxQueueLength {
-            return .rejected(reason: "queue_full", retryAfterNanos: retry)
+            return .rejected(reason: .queueFull, retryAfterNanos: retry)
         }
         if latency.isCalibrated && queueLength > 0
             && predictedCompletion(now: now, position: queueLength) > now &+ configuration.maxPredictedWaitNanos {
-            return .rejected(reason: "queue_full", retryAfterNanos: retry)
+            return .rejected(reason: .queueFull, retryAfterNanos: retry)
         }
         if let deadline {
             // Too short even for an idle server: no retry can help, so it is not called overload.
             if deadline <= now || (latency.isCalibrated && now &+ UInt64(max(0, latency.predict(size: 1))) > deadline) {
-                return .rejected(reason: Self.deadlineTooShort, retryAfterNanos: 0)
+                return .rejected(reason: .deadlineTooShort, retryAfterNanos: 0)
             }
             if configuration.shedUnmeetableDeadlines && latency.isCalibrated
                 && predictedCompletion(now: now, position: queueLength) > deadline {
-                return .rejected(reason: "deadline_unmeetable", retryAfterNanos: retry)
+                return .rejected(reason: .deadlineUnmeetable, retryAfterNanos: retry)
             }
         }
         if let last = lastArrival, now >= last {
@@ -232,27 +263,7 @@ public struct BatchScheduler: Sendable {
         guard queueLength > 0, idleWorkers > 0 else { return .idle }
         let available = queueLength
         let limit = batchLimit
-        let oldest = entries[head]
-        var due = oldest.arrival &+ configuration.maxQueueDelayNanos
-        if configuration.delayPolicy == .adaptive {
-            // Wait only if another arrival is expected before the delay runs out, and waiting has
-            // recently gathered requests.
-            let expectMore = meanInterarrivalNanos > 0 && meanInterarrivalNanos < Double(configuration.maxQueueDelayNanos)
-            if !expectMore || (waitYield < 0.5 && waitBeganWith == nil) { due = now }
-            // Never hold an idle worker longer than running what waits would take: a batch saves at
-            // most a part of its run time, so a longer wait costs more capacity than it can buy (a
-            // model that runs in 30 µs must not wait 2 ms for company).
-            if latency.isCalibrated {
-                let run = UInt64(max(0, latency.predict(size: min(available, limit))))
-                due = min(due, oldest.arrival &+ run)
-            }
-        }
-        // Never wait so long that the tightest deadline in the batch would be missed.
-        if let tightest = entries[head..<(head + min(available, limit))].compactMap(\.deadline).min() {
-            let runTime = UInt64(latency.predict(size: min(available, limit)))
-            due = min(due, tightest > runTime ? tightest - runTime : 0)
-        }
-        if flush { due = now }
+        let due = flush ? now : dispatchDue(now: now, available: available, limit: limit)
         guard available >= limit || now >= due else {
             if waitBeganWith == nil { waitBeganWith = available }
             return .waitUntil(due)
@@ -307,6 +318,32 @@ public struct BatchScheduler: Sendable {
         idleWorkers -= 1
         busyUntil.append(now &+ UInt64(latency.predict(size: count)))
         return .dispatch(ids: ids)
+    }
+
+    /// When the batch at the head of the queue should go: after the queue delay, shortened by the
+    /// adaptive policy and by the tightest deadline among its members.
+    private func dispatchDue(now: UInt64, available: Int, limit: Int) -> UInt64 {
+        let oldest = entries[head]
+        var due = oldest.arrival &+ configuration.maxQueueDelayNanos
+        if configuration.delayPolicy == .adaptive {
+            // Wait only if another arrival is expected before the delay runs out, and waiting has
+            // recently gathered requests.
+            let expectMore = meanInterarrivalNanos > 0 && meanInterarrivalNanos < Double(configuration.maxQueueDelayNanos)
+            if !expectMore || (waitYield < 0.5 && waitBeganWith == nil) { due = now }
+            // Never hold an idle worker longer than running what waits would take: a batch saves at
+            // most a part of its run time, so a longer wait costs more capacity than it can buy (a
+            // model that runs in 30 µs must not wait 2 ms for company).
+            if latency.isCalibrated {
+                let run = UInt64(max(0, latency.predict(size: min(available, limit))))
+                due = min(due, oldest.arrival &+ run)
+            }
+        }
+        // Never wait so long that the tightest deadline in the batch would be missed.
+        if let tightest = entries[head..<(head + min(available, limit))].compactMap(\.deadline).min() {
+            let runTime = UInt64(latency.predict(size: min(available, limit)))
+            due = min(due, tightest > runTime ? tightest - runTime : 0)
+        }
+        return due
     }
 
     /// Removes the waiting requests (all, or only `among`) whose deadline satisfies `isLate`, as an

@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -66,7 +67,7 @@ final class TLSPeers {
     /// Starts `executable` on a free port (up to 3 tries), waiting up to 5 s for it to accept connections.
     private func start(_ executable: String, arguments: (Int) -> [String]) throws -> Int {
         for _ in 0..<3 {
-            let port = try TLSPeers.freePort()
+            let port = try FreePort.pick()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments(port)
@@ -92,22 +93,6 @@ final class TLSPeers {
             throw PeerError("\(name) is not installed: scripts/setup.sh --test installs Debian's \(package)")
         }
         return path
-    }
-
-    /// A port the kernel just handed out on 127.0.0.1 (free unless taken again before the server binds).
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PeerError("socket failed") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &addr) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard ok else { throw PeerError("bind failed") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 
     /// Whether a TCP connection to 127.0.0.1:`port` is accepted (closed at once).

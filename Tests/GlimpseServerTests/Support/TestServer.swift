@@ -2,6 +2,7 @@ import Foundation
 import GlimpseRPC
 import GlimpseServer
 import GlimpseServing
+import GlimpseTestSupport
 import Hummingbird
 import Logging
 import ServiceLifecycle

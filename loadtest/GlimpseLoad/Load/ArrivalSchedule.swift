@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseTensor
 
 /// The intended send times of an open-loop run, in nanoseconds from the start. Pure and deterministic
 /// for a seed, so tests drive it with a fake clock. Each connection gets its own schedule at
@@ -78,15 +79,5 @@ public struct ArrivalSchedule: Sendable {
     }
 }
 
-/// A small, fast, seedable PRNG (SplitMix64), so open-loop runs are reproducible.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The seedable PRNG of open-loop runs (so they are reproducible): Glimpse's one SplitMix64.
+public typealias SplitMix64 = GlimpseTensor.SplitMix64

@@ -1,0 +1,57 @@
+import Foundation
+import GlimpseEngine
+import GlimpseONNX
+import GlimpseTensor
+import GlimpseTestSupport
+import XCTest
+
+/// `EngineOptions.batchSplitting`: a batch may run as single items side by side, one per thread,
+/// only when the graph's items were shown independent at load, and gives the batch's results.
+final class BatchSplitTests: XCTestCase {
+    /// x[-1,4] → Softmax over axis 0, the batch axis: a dynamic batch whose items are not
+    /// independent. The check at load refuses to split, and even `.always` runs the batch whole.
+    func testSoftmaxAcrossTheBatchIsNeverSplit() throws {
+        let graph = Graph(name: "batch-softmax")
+        let x = graph.addValue(name: "x")
+        let y = graph.addValue(name: "y")
+        graph.inputs = [(x, TensorSpec(name: "x", shape: [-1, 4], dtype: .float32))]
+        graph.nodes = [
+            Graph.Node(op: SoftmaxOp(opType: "Softmax", axis: 0, coerce2D: false, isLog: false), inputs: [x], outputs: [y], name: "sm"),
+        ]
+        graph.outputs = [(y, .float32)]
+        let m = try CompiledModel(graph: graph, options: EngineOptions(threads: 2, batchSplitting: .always))
+        XCTAssertFalse(m.itemsIndependent)
+        XCTAssertEqual(m.splitsBatches(of: 2, threads: 2), false)
+        let out = try m.run([Tensor(shape: [2, 4], floats: [0, 1, 2, 3, 0, 1, 2, 3])])[0].floats()
+        for v in out { XCTAssertEqual(v, 0.5, accuracy: 1e-6, "each column normalised across the two items") }
+    }
+
+    /// SqueezeNet 1.1 on two threads, batches of 3 (two items side by side, the third on both
+    /// threads) and 2: `.auto` times both ways on its first runs, then keeps one. Every run, split
+    /// or whole, gives item by item what batch-1 runs give.
+    func testAutoSplitMatchesSingleItemsOnEveryRun() throws {
+        let m = try ONNXLoader.load(path: try SharedData.path("models/squeezenet1.1.onnx"),
+                                    options: EngineOptions(threads: 2))
+        XCTAssertTrue(m.itemsIndependent)
+        let (input, singles) = try imageBatchAndSingleRuns(m, items: 3)
+        XCTAssertGreaterThan(relativeError(singles[0], singles[1]), 1e-3, "distinct items")
+
+        func check(_ batch: Int, parallel: Bool, threads: Int) throws {
+            let view = Tensor(shape: [batch, 3, 224, 224], dtype: .float32, storage: input.storage)
+            XCTAssertNil(m.splitsBatches(of: batch, threads: threads), "undecided before the first runs")
+            for run in 0..<CompiledModel.batchSplitTrialRuns + 2 {
+                let out = try m.run([view], parallel: parallel)[0]
+                XCTAssertEqual(out.shape.dims, [batch, 1000])
+                let all = out.floats()
+                for item in 0..<batch {
+                    let err = relativeError(Array(all[(item * 1000)..<(item * 1000 + 1000)]), singles[item])
+                    XCTAssertLessThanOrEqual(err, 1e-5, "batch \(batch), run \(run), item \(item)")
+                }
+            }
+            XCTAssertNotNil(m.splitsBatches(of: batch, threads: threads), "decided after the trial runs")
+        }
+        try check(3, parallel: true, threads: 2)
+        try check(2, parallel: true, threads: 2)
+        try check(2, parallel: false, threads: 1)
+    }
+}

@@ -1,0 +1,17 @@
+import Foundation
+
+/// A fresh folder under the system's temporary directory, named `glimpse-<prefix>-<uuid>`;
+/// `remove()` deletes it with everything inside.
+public struct TemporaryFolder: Sendable {
+    public let url: URL
+    public var path: String { url.path }
+
+    public init(_ prefix: String) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func appending(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    public func remove() { try? FileManager.default.removeItem(at: url) }
+}
