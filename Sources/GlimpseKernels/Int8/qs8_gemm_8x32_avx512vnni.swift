@@ -45,10 +45,16 @@ public enum QS8Gemm {
     }
 
     /// One 8-row block of A times one panel; rows `row0 ..< row0 + rows` of C (rows ≤ 8) at
-    /// `c + r·ldc`, columns `0 ..< n` (n ≤ 32).
+    /// `c + r·ldc`, columns `0 ..< n` (n ≤ 32). VNNI builds run `vpdpbusd`, other AVX2 builds
+    /// `qs8_gemm_8x32_avx2`.
     @inline(__always)
     public static func kernel(a: UnsafePointer<Int8>, panel: UnsafePointer<UInt8>, groups: Int, rows: Int, row0: Int,
                               n: Int, c: UnsafeMutablePointer<UInt8>, ldc: Int, requant rq: RequantPointers) {
+#if !GLIMPSE_VNNI && GLIMPSE_AVX2
+        // Without VNNI `dpbusd` is a slow portable sequence; AVX2 has the exact split form.
+        qs8_gemm_8x32_avx2(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)
+        return
+#endif
         if n > 16 {
             qs8_gemm_8x32_avx512vnni(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)
         } else {
