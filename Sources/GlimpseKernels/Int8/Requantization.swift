@@ -52,7 +52,7 @@ public struct Requantization: Sendable {
     public func store16(_ acc: SIMD16<Int32>, channel c: Int) -> SIMD16<UInt8> {
         // Clamping before rounding equals rounding before clamping: the bounds are integers.
         let f = simdFloat(acc &+ SIMD16<Int32>(repeating: bias[c])) * SIMD16<Float>(repeating: scale[c])
-        let r = simdClamp(f, SIMD16<Float>(repeating: lower), SIMD16<Float>(repeating: upper))
+        let r = simdClampFinite(f, SIMD16<Float>(repeating: lower), SIMD16<Float>(repeating: upper))
         return simdNarrowU8(simdRoundToInt32(r) &+ SIMD16<Int32>(repeating: zeroPoint))
     }
 
