@@ -23,7 +23,12 @@ let cpu = targetCPU()
 /// tests the compiler's own `__AVX512VNNI__`, which `-Xcc -march` sets for the Clang importer.
 let vnniCPUs: Set<String> = ["znver4", "znver5", "icelake-server", "icelake-client", "cascadelake", "cooperlake",
                              "sapphirerapids", "emeraldrapids", "graniterapids", "tigerlake", "rocketlake"]
+/// Targets with AVX2 (`GLIMPSE_AVX2`): the int8 GEMM's `vpmaddubsw` + `vpmaddwd` path is compiled for them,
+/// and selected where VNNI is missing.
+let avx2CPUs: Set<String> = vnniCPUs.union(["haswell", "broadwell", "skylake", "skylake-avx512", "alderlake", "znver1",
+                                            "znver2", "znver3", "x86-64-v3", "x86-64-v4"])
 let cpuFlags: [String] = ["-target-cpu", cpu, "-Xcc", "-march=\(cpu)"] + (vnniCPUs.contains(cpu) ? ["-DGLIMPSE_VNNI"] : [])
+    + (avx2CPUs.contains(cpu) ? ["-DGLIMPSE_AVX2"] : [])
 // Compute targets are optimized in every configuration (debug too), so `swift test` in debug
 // runs real kernels at full speed. See README "Build configurations".
 let computeSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags + ["-O", "-enforce-exclusivity=unchecked"])]

@@ -26,6 +26,28 @@ GLIMPSE_INLINE __m512i glimpse_dpbusd_512(__m512i acc, __m512i u8, __m512i s8) {
 
 #if defined(__AVX512BW__)
 #define GLIMPSE_SIMD_HAS_AVX512BW 1
+/// Byte j of the result is byte idx[j] & 127 of the 128 bytes lo ++ hi (`vpermt2b`, AVX512-VBMI).
+/// Targets with VNNI but without VBMI (Cascade Lake, Cooper Lake) get the same bytes from a loop.
+GLIMPSE_INLINE __m512i glimpse_permute2_u8_512(__m512i lo, __m512i idx, __m512i hi) {
+#if defined(__AVX512VBMI__)
+    return _mm512_permutex2var_epi8(lo, idx, hi);
+#else
+    unsigned char src[128], ix[64], out[64];
+    _mm512_storeu_si512((void *)src, lo);
+    _mm512_storeu_si512((void *)(src + 64), hi);
+    _mm512_storeu_si512((void *)ix, idx);
+    for (int j = 0; j < 64; j++) out[j] = src[ix[j] & 127];
+    return _mm512_loadu_si512((const void *)out);
+#endif
+}
+
+/// Copies the first `count` (0...64) bytes from `src` to `dst`, touching no byte after them
+/// (`vmovdqu8` with a mask, load and store).
+GLIMPSE_INLINE void glimpse_copy_u8_first64(void *dst, const void *src, int count) {
+    __mmask64 m = count >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << count) - 1);
+    _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
+}
+
 /// Four bytes broadcast to all sixteen 32-bit lanes.
 GLIMPSE_INLINE __m512i glimpse_broadcast32_512(int value) { return _mm512_set1_epi32(value); }
 
@@ -74,6 +96,11 @@ GLIMPSE_INLINE __m512i glimpse_load_u8_i32_first(const void *p, int count) {
 GLIMPSE_INLINE void glimpse_store_f32_first(float *p, __m512 v, int count) {
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << count) - 1u), v);
 }
+/// Clamps finite lanes to [lower, upper]:: `vmaxps` then `vminps` (two instructions where a compare and a blend
+/// each would take four).
+GLIMPSE_INLINE __m512 glimpse_clamp_f32_512(__m512 v, __m512 lower, __m512 upper) {
+    return _mm512_min_ps(_mm512_max_ps(v, lower), upper);
+}
 /// Sixteen bytes zero-extended to int32 lanes (`vpmovzxbd`).
 GLIMPSE_INLINE __m512i glimpse_load_u8_i32_512(const void *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
@@ -82,14 +109,32 @@ GLIMPSE_INLINE __m512i glimpse_load_u8_i32_512(const void *p) {
 
 #if defined(__AVX2__)
 #define GLIMPSE_SIMD_HAS_AVX2 1
-/// The pre-VNNI sequence: `vpmaddubsw` (u8 × s8 pairs summed to saturating int16) then `vpmaddwd`
-/// with ones (int16 pairs summed to int32), added to `acc`. Equal to `vpdpbusd` unless a pair sum
-/// leaves the int16 range (possible only when both weights of a pair are near ±128 and both
-/// activations near 255); the int8 kernels use it only for weights quantized to 7 bits.
+/// The plain pre-VNNI sequence: `vpmaddubsw` (u8 × s8 pairs summed to saturating int16) then
+/// `vpmaddwd` with ones (int16 pairs summed to int32), added to `acc`. Equal to `vpdpbusd` only while
+/// no pair sum leaves the int16 range; the kernels use the exact split form below instead.
 GLIMPSE_INLINE __m256i glimpse_maddubs_madd_256(__m256i acc, __m256i u8, __m256i s8) {
     __m256i pairs = _mm256_maddubs_epi16(u8, s8);
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
+
+/// Exact u8 × s8 dot products of four bytes per 32-bit lane with `vpmaddubsw` + `vpmaddwd`, for any
+/// s8 weights and u8 inputs. `vpmaddubsw` saturates a pair sum u0·s0 + u1·s1 to int16, which full-range
+/// operands can leave (2·255·128 = 65280). So the inputs arrive split as u = lo7 + 128·hi1
+/// (`glimpse_u8_low7_256`, `glimpse_u8_high1_256`, once per panel vector): the pairs of lo7 × s8 stay
+/// within ±32512 and those of hi1 × s8 within [−256, 254], neither saturates, and
+/// Σ u·s = Σ lo7·s + 128·Σ hi1·s exactly.
+GLIMPSE_INLINE __m256i glimpse_u8_low7_256(__m256i u8) { return _mm256_and_si256(u8, _mm256_set1_epi8(0x7F)); }
+GLIMPSE_INLINE __m256i glimpse_u8_high1_256(__m256i u8) {
+    return _mm256_and_si256(_mm256_srli_epi16(u8, 7), _mm256_set1_epi8(1));
+}
+GLIMPSE_INLINE __m256i glimpse_dpbusd_split_256(__m256i acc, __m256i lo7, __m256i hi1, __m256i s8) {
+    __m256i ones = _mm256_set1_epi16(1);
+    __m256i low = _mm256_madd_epi16(_mm256_maddubs_epi16(lo7, s8), ones);
+    __m256i high = _mm256_madd_epi16(_mm256_maddubs_epi16(hi1, s8), ones);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(low, _mm256_slli_epi32(high, 7)));
+}
+/// Four bytes broadcast to all eight 32-bit lanes.
+GLIMPSE_INLINE __m256i glimpse_broadcast32_256(int value) { return _mm256_set1_epi32(value); }
 
 /// Exact u8 × s8 dot products of four bytes per 32-bit lane without VNNI: bytes widened to int16
 /// (`vpmovzxbw` / `vpmovsxbw`), then `vpmaddwd`, whose products and pair sums cannot overflow.

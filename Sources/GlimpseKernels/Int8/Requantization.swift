@@ -50,9 +50,15 @@ public struct Requantization: Sendable {
     /// Sixteen sums of channel `c` to sixteen bytes.
     @inlinable @inline(__always)
     public func store16(_ acc: SIMD16<Int32>, channel c: Int) -> SIMD16<UInt8> {
+        store16Biased(acc &+ SIMD16<Int32>(repeating: bias[c]), channel: c)
+    }
+
+    /// `store16` for sums that already include the bias (kernels that start their accumulators at it).
+    @inlinable @inline(__always)
+    public func store16Biased(_ acc: SIMD16<Int32>, channel c: Int) -> SIMD16<UInt8> {
         // Clamping before rounding equals rounding before clamping: the bounds are integers.
-        let f = simdFloat(acc &+ SIMD16<Int32>(repeating: bias[c])) * SIMD16<Float>(repeating: scale[c])
-        let r = simdClamp(f, SIMD16<Float>(repeating: lower), SIMD16<Float>(repeating: upper))
+        let f = simdFloat(acc) * SIMD16<Float>(repeating: scale[c])
+        let r = simdClampFinite(f, SIMD16<Float>(repeating: lower), SIMD16<Float>(repeating: upper))
         return simdNarrowU8(simdRoundToInt32(r) &+ SIMD16<Int32>(repeating: zeroPoint))
     }
 

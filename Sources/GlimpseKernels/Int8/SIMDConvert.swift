@@ -44,3 +44,13 @@ public func simdLoadU8(_ p: UnsafeRawPointer) -> SIMD16<Int32> {
     return SIMD16<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD16<UInt8>.self))
 #endif
 }
+
+/// Clamps finite lanes to [lower, upper] (requantization, where no lane is NaN).
+@inlinable @inline(__always)
+public func simdClampFinite(_ v: SIMD16<Float>, _ lower: SIMD16<Float>, _ upper: SIMD16<Float>) -> SIMD16<Float> {
+#if GLIMPSE_VNNI
+    return glimpse_clamp_f32_512(v, lower, upper)
+#else
+    return simdClamp(v, lower, upper)
+#endif
+}

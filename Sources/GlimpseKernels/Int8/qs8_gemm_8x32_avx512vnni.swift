@@ -45,10 +45,16 @@ public enum QS8Gemm {
     }
 
     /// One 8-row block of A times one panel; rows `row0 ..< row0 + rows` of C (rows ≤ 8) at
-    /// `c + r·ldc`, columns `0 ..< n` (n ≤ 32).
+    /// `c + r·ldc`, columns `0 ..< n` (n ≤ 32). VNNI builds run `vpdpbusd`, other AVX2 builds
+    /// `qs8_gemm_8x32_avx2`.
     @inline(__always)
     public static func kernel(a: UnsafePointer<Int8>, panel: UnsafePointer<UInt8>, groups: Int, rows: Int, row0: Int,
                               n: Int, c: UnsafeMutablePointer<UInt8>, ldc: Int, requant rq: RequantPointers) {
+#if !GLIMPSE_VNNI && GLIMPSE_AVX2
+        // Without VNNI `dpbusd` is a slow portable sequence; AVX2 has the exact split form.
+        qs8_gemm_8x32_avx2(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)
+        return
+#endif
         if n > 16 {
             qs8_gemm_8x32_avx512vnni(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)
         } else {
@@ -64,9 +70,16 @@ func broadcastWord(_ p: UnsafeRawPointer, _ offset: Int) -> SIMD16<Int32> {
 
 public func qs8_gemm_8x32_avx512vnni(a: UnsafePointer<Int8>, panel: UnsafePointer<UInt8>, groups: Int, rows: Int, row0: Int,
                                      n: Int, c: UnsafeMutablePointer<UInt8>, ldc: Int, requant rq: RequantPointers) {
-    let z = SIMD16<Int32>()
-    var c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z
-    var c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z
+    // The accumulators start at their row's bias (rows past the matrix at 0), which saves the store
+    // one add per 16 outputs: with K = 16 or 24 the store costs more than the `vpdpbusd` steps.
+    let z = SIMD16<Int32>(), bias = rq.bias + row0
+    let s0 = SIMD16<Int32>(repeating: bias[0])
+    let s1 = rows > 1 ? SIMD16<Int32>(repeating: bias[1]) : z, s2 = rows > 2 ? SIMD16<Int32>(repeating: bias[2]) : z
+    let s3 = rows > 3 ? SIMD16<Int32>(repeating: bias[3]) : z, s4 = rows > 4 ? SIMD16<Int32>(repeating: bias[4]) : z
+    let s5 = rows > 5 ? SIMD16<Int32>(repeating: bias[5]) : z, s6 = rows > 6 ? SIMD16<Int32>(repeating: bias[6]) : z
+    let s7 = rows > 7 ? SIMD16<Int32>(repeating: bias[7]) : z
+    var c00 = s0, c01 = s0, c10 = s1, c11 = s1, c20 = s2, c21 = s2, c30 = s3, c31 = s3
+    var c40 = s4, c41 = s4, c50 = s5, c51 = s5, c60 = s6, c61 = s6, c70 = s7, c71 = s7
     var pa = UnsafeRawPointer(a), pb = UnsafeRawPointer(panel)
     for _ in 0..<groups {
         let b0 = pb.load(as: SIMD16<Int32>.self), b1 = pb.load(fromByteOffset: 64, as: SIMD16<Int32>.self)
@@ -100,12 +113,12 @@ public func qs8_gemm_8x32_avx512vnni(a: UnsafePointer<Int8>, panel: UnsafePointe
     if rows > 7 { storeRow(c70, c71, c + 7 * ldc, row0 + 7, n1, rq) }
 }
 
-/// One output row of 32 columns (16 + `n1`), requantized for channel `channel`.
+/// One output row of 32 columns (16 + `n1`), its sums including the bias, requantized for channel `channel`.
 @inline(__always)
 func storeRow(_ lo: SIMD16<Int32>, _ hi: SIMD16<Int32>, _ dst: UnsafeMutablePointer<UInt8>, _ channel: Int, _ n1: Int,
               _ rq: RequantPointers) {
-    RequantPointers.store(rq.store16(lo, channel: channel), to: dst, count: 16)
-    RequantPointers.store(rq.store16(hi, channel: channel), to: dst + 16, count: n1)
+    RequantPointers.store(rq.store16Biased(lo, channel: channel), to: dst, count: 16)
+    RequantPointers.store(rq.store16Biased(hi, channel: channel), to: dst + 16, count: n1)
 }
 
 public func qs8_gemm_8x16_avx512vnni(a: UnsafePointer<Int8>, panel: UnsafePointer<UInt8>, groups: Int, rows: Int, row0: Int,

@@ -74,7 +74,7 @@ public struct QS8Gemv: Sendable {
     func store(_ acc: SIMD16<Int32>, column: Int, rq: RequantPointers, to dst: UnsafeMutablePointer<UInt8>, count: Int) {
         let bias = UnsafeRawPointer(rq.bias + column).loadUnaligned(as: SIMD16<Int32>.self)
         let scale = UnsafeRawPointer(rq.scale + column).loadUnaligned(as: SIMD16<Float>.self)
-        let r = simdClamp(simdFloat(acc &+ bias) * scale, SIMD16<Float>(repeating: rq.lower), SIMD16<Float>(repeating: rq.upper))
+        let r = simdClampFinite(simdFloat(acc &+ bias) * scale, SIMD16<Float>(repeating: rq.lower), SIMD16<Float>(repeating: rq.upper))
         RequantPointers.store(simdNarrowU8(simdRoundToInt32(r) &+ rq.zeroPoint), to: dst, count: count)
     }
 }

@@ -4,7 +4,8 @@ import GlimpseTensor
 /// QLinearConv on uint8 activations and int8 weights (per-tensor or per-channel scale, weight zero
 /// point 0), output uint8. Built by `LowerQuantizedToInt8` with all quantization parameters resolved.
 ///
-/// - depthwise (one input and one output channel per group): `QU8Depthwise`, per channel plane;
+/// - depthwise (one input and one output channel per group): `QU8DepthwiseVNNI` (integer sums,
+///   VNNI builds), else `QU8Depthwise` (exact float sums), per channel plane;
 /// - group 1: `QS8Conv`, a u8 × s8 GEMM over tiles of 32 output pixels (1×1 convolutions read the
 ///   input rows, others an im2col panel).
 ///
@@ -24,6 +25,9 @@ public final class Int8ConvOp: Operator {
     private var packed: TensorStorage?
     private var depthwiseWeights: TensorStorage?
     private var requant: RequantStorage?
+    /// Depthwise in integers: weight words and the requantization with zx·Σw folded into the bias.
+    private var depthwiseWords: [Int32] = []
+    private var requantRaw: RequantStorage?
 
     /// `weights` int8 `[Cout, Cin/group, KH, KW]`; `requantization.bias` is the model's bias (in
     /// units of `sx·sw[c]`), the zero-point correction is added in `prepare`.
@@ -58,6 +62,16 @@ public final class Int8ConvOp: Operator {
             let f = d.bytes.assumingMemoryBound(to: Float.self)
             for i in 0..<outChannels * taps { f[i] = Float(w[i]) }
             depthwiseWeights = d
+#if GLIMPSE_VNNI
+            depthwiseWords = QU8DepthwiseVNNI.packWeights(w, channels: outChannels, kernelHeight: kernel[0], kernelWidth: kernel[1])
+            var raw = r
+            for c in 0..<outChannels {
+                var sum: Int32 = 0
+                for i in 0..<taps { sum &+= Int32(w[c * taps + i]) }
+                raw.bias[c] = raw.bias[c] &- Int32(inputZeroPoint) &* sum
+            }
+            requantRaw = RequantStorage(raw)
+#endif
         } else {
             let storage = TensorStorage(byteCount: QS8Gemm.packedACount(m: outChannels, k: k))
             QS8Gemm.packA(w, m: outChannels, k: k, into: storage.bytes.assumingMemoryBound(to: Int8.self))
@@ -88,8 +102,11 @@ public final class Int8ConvOp: Operator {
 
     /// Scratch floats per thread.
     func perThread(_ g: ConvGeometry) -> Int {
-        let n = isDepthwise ? QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint).scratchFloats
+        var n = isDepthwise ? QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint).scratchFloats
                             : QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint).panelBytes / 4
+#if GLIMPSE_VNNI
+        if isDepthwise, let dw = QU8DepthwiseVNNI(geometry: g, inputZeroPoint: inputZeroPoint) { n = max(n, (dw.scratchBytes + 3) / 4) }
+#endif
         return (n + 31) / 16 * 16
     }
 
@@ -107,14 +124,33 @@ public final class Int8ConvOp: Operator {
         let per = perThread(g), workspace = ctx.workspace
         let rq = requant.pointers
         let inImage = g.inPixels * inPerGroup * group, outImage = g.outPixels * outChannels
+        // Depthwise tasks of several channels (the scratch padding is set once per task), at least
+        // four per thread.
+        let channels = outChannels
+        let chunk = max(1, min(16, channels / (4 * max(ctx.threads, 1))))
+        let chunks = (channels + chunk - 1) / chunk
+#if GLIMPSE_VNNI
+        if isDepthwise, let raw = requantRaw, let conv = QU8DepthwiseVNNI(geometry: g, inputZeroPoint: inputZeroPoint) {
+            let words = depthwiseWords
+            let rqRaw = raw.pointers
+            return ClosureKernel { pool in
+                withExtendedLifetime(raw) {
+                    words.withUnsafeBufferPointer { wb in
+                        guard let w = wb.baseAddress else { return }
+                        pool.parallelTasks(batch * chunks) { task, thread in
+                            let c0 = (task % chunks) * chunk, n = task / chunks
+                            let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
+                            conv.runChannels(c0..<min(channels, c0 + chunk), x: src + n * inImage, w: w, y: dst + n * outImage,
+                                             requant: rqRaw, scratch: scratch)
+                        }
+                    }
+                }
+            }
+        }
+#endif
         if isDepthwise, let dw = depthwiseWeights {
             let conv = QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint)
-            let channels = outChannels
             let w = UnsafePointer(dw.bytes.assumingMemoryBound(to: Float.self))
-            // Tasks of several channels (the scratch padding is zeroed once per task), at least
-            // four per thread.
-            let chunk = max(1, min(16, channels / (4 * max(ctx.threads, 1))))
-            let chunks = (channels + chunk - 1) / chunk
             return ClosureKernel { pool in
                 withExtendedLifetime((requant, dw)) {
                     pool.parallelTasks(batch * chunks) { task, thread in
