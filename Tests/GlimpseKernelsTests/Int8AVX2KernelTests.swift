@@ -1,4 +1,5 @@
 import GlimpseKernels
+import GlimpseTestSupport
 import XCTest
 
 /// The AVX2 int8 GEMM (`vpmaddubsw` + `vpmaddwd` on split inputs), called directly so that VNNI

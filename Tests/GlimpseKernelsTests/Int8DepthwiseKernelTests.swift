@@ -1,4 +1,5 @@
 import GlimpseKernels
+import GlimpseTestSupport
 import XCTest
 
 /// The integer depthwise kernel (`QU8DepthwiseVNNI`) against the scalar reference, bit for bit.
