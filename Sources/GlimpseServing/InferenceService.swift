@@ -119,7 +119,7 @@ public final class InferenceService: Sendable {
     public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
         let route = try router.route(try resolveDefault(request.model), registry: registry,
                                      deadlineNanos: request.deadlineMs.map { UInt64(max(0, $0) * 1e6) },
-                                     minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.images.count,
+                                     minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.itemCount,
                                      now: monotonicNanos())
         let model = route.model
         let count = request.itemCount

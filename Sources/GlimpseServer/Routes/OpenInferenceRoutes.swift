@@ -58,14 +58,14 @@ enum OpenInferenceRoutes {
                       dispatcher: RPCDispatcher) async -> Response {
         let name = context.parameters.get("name") ?? ""
         let version = context.parameters.get("version")
-        let headerLength = request.headers[headerLength]
+        let declared = request.headers[Self.headerLength]
         var reply: V2InferReply?
         let outcome = await dispatcher.perform(method: "v2.infer", params: ["model": .string(name)]) {
             if let version { _ = try V2Metadata.model(name, version: version, registry: service.registry) }
-            guard headerLength == nil || Int(headerLength ?? "") != nil else {
+            guard declared == nil || Int(declared ?? "") != nil else {
                 throw RPCError.invalidRequest("Inference-Header-Content-Length must be a byte count")
             }
-            let parsed = try V2InferRequest(body: body, headerLength: headerLength.flatMap { Int($0) }, model: name,
+            let parsed = try V2InferRequest(body: body, headerLength: declared.flatMap { Int($0) }, model: name,
                                             limits: service.configuration)
             let r = try await V2Inference.infer(service: service, request: parsed)
             reply = r
