@@ -7,6 +7,12 @@ public struct V2RequestedOutput: Sendable, Equatable {
     public var binary: Bool
     /// Classification extension: the top `classification` classes as BYTES `"score:index:label"`.
     public var classification: Int?
+
+    public init(name: String, binary: Bool = false, classification: Int? = nil) {
+        self.name = name
+        self.binary = binary
+        self.classification = classification
+    }
 }
 
 /// An Open Inference Protocol (KServe v2) infer request, parsed and checked: its items become a
