@@ -104,6 +104,18 @@ final class OpenInferenceProtocolTests: XCTestCase {
         XCTAssertTrue(metrics.contains(#"method="v2.infer""#), "v2 infer is missing from the request metrics")
     }
 
+    /// A request refused for overload keeps `Retry-After`, with the protocol's error body.
+    func testOverloadIsA503WithRetryAfter() async throws {
+        let server = try await TestServer.start(serving: ServingConfiguration(maxInflightImages: 1))
+        let image = try SharedData.data(Self.photo).base64EncodedString()
+        let body: JSONValue = ["inputs": [["name": "image", "datatype": "BYTES", "shape": [2], "data": [.string(image), .string(image)],
+                                           "parameters": ["content_type": "base64"]]]]
+        let reply = try ExternalClient.curl(server.base + "/v2/models/\(Self.model)/infer", body: Data(body.serialized()))
+        XCTAssertEqual(reply.status, 503, String(decoding: reply.body, as: UTF8.self))
+        XCTAssertTrue(reply.headers.lowercased().contains("retry-after: 1"), reply.headers)
+        XCTAssertNotNil(try JSONValue.parse([UInt8](reply.body))["error"]?.stringValue)
+    }
+
     /// tritonclient.http: health, metadata, BYTES in binary and JSON with class_count=5, the FP32
     /// output tensor, a preprocessed FP32 tensor, and its errors; every top-5 as classify's.
     func testTritonClient() throws {
