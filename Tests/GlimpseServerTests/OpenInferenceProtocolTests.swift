@@ -57,9 +57,9 @@ final class OpenInferenceProtocolTests: XCTestCase {
         }
     }
 
-    /// JSON infer over h2c with curl: the classification extension gives classify's top 5, and a
+    /// JSON infer with curl over h2c and HTTP/1.1: the classification extension gives classify's top 5, and a
     /// family name answers with the variant that served.
-    func testJSONInferOverHTTP2MatchesClassify() throws {
+    func testJSONInferWithCurlMatchesClassify() throws {
         let server = try live()
         let image = try SharedData.data(Self.photo)
         let output = try outputName(server, model: Self.model)
@@ -76,6 +76,14 @@ final class OpenInferenceProtocolTests: XCTestCase {
         guard case .array(let elements)? = json["outputs"]?[0]?["data"] else { return XCTFail("no data: \(json)") }
         let expected = try OIP.classify(base: server.base, image: image, model: Self.model)
         OIP.assertSameClasses(OIP.classes(elements), expected, "v2 infer vs classify")
+
+        let http1 = try ExternalClient.curl(server.base + "/v2/models/\(Self.model)/infer",
+                                            body: OIP.jsonInferBody(image: image, output: output, classes: 5), http2: false)
+        XCTAssertEqual(http1.httpVersion, "1.1")
+        guard case .array(let elements1)? = try JSONValue.parse([UInt8](http1.body))["outputs"]?[0]?["data"] else {
+            return XCTFail("no data over HTTP/1.1: \(String(decoding: http1.body, as: UTF8.self))")
+        }
+        OIP.assertSameClasses(OIP.classes(elements1), expected, "v2 infer over HTTP/1.1 vs classify")
 
         let familyOutput = try outputName(server, model: "mobilenetv2")
         let family = try ExternalClient.curl(server.base + "/v2/models/mobilenetv2/infer",
