@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "GlimpseServerTests",
             dependencies: [
-                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseLoad", "GlimpseTestSupport",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseImage", "GlimpseLoad", "GlimpseTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Glimpse builds against (Debian -dev packages); with --test, also the real peers the
 # tests use: curl, nghttp and h2load (nghttp2-client), nghttpd (nghttp2-server), promtool and
-# prometheus, headless chromium (status page), openssl (test certificates), and onnxruntime from
-# PyPI in a virtual environment at .build/onnxruntime-venv (tests run quantized models in it).
+# prometheus, headless chromium (status page), openssl (test certificates), onnxruntime from
+# PyPI in a virtual environment at .build/onnxruntime-venv (tests run quantized models in it), and
+# NVIDIA's tritonclient (HTTP) in .build/tritonclient-venv (the Open Inference Protocol tests).
 set -euo pipefail
 need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
@@ -26,5 +27,12 @@ if [ "${1:-}" = "--test" ]; then
     echo "installing onnxruntime and numpy into $venv" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q onnxruntime numpy
+  fi
+  # A client Glimpse did not write, for the Open Inference Protocol (KServe v2) tests; pinned.
+  triton="$(cd "$(dirname "$0")/.." && pwd)/.build/tritonclient-venv"
+  if ! "$triton/bin/python" -c "import tritonclient.http, numpy" 2>/dev/null; then
+    echo "installing tritonclient[http] into $triton" >&2
+    python3 -m venv "$triton"
+    "$triton/bin/pip" install -q "tritonclient[http]==2.50.0"
   fi
 fi

@@ -69,7 +69,7 @@ public enum GlimpseServer {
     public static func makeDispatcher(service: InferenceService, configuration: ServerConfiguration,
                                       logger: Logger = Logger(label: "glimpse.rpc")) -> RPCDispatcher {
         let table = GlimpseMethods.table(service: service, modelDirectory: configuration.modelDirectory)
-        let known = Set(table.keys)
+        let known = Set(table.keys).union(["v2.infer"])
         return RPCDispatcher(methods: table, adminMethods: GlimpseMethods.adminMethods,
                              maxBatchLength: configuration.maxBatchLength, logger: logger) { call in
             RPCMetrics.record(call, known: known, registry: service.registry)

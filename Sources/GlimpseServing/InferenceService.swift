@@ -36,6 +36,8 @@ public struct ClassifyResult: Sendable {
     public var image: ImageInfo
     /// Energy attributed to this image's inference, in millijoules.
     public var energyMillijoules: Double
+    /// The item's whole first output (e.g. all class scores), as float32.
+    public var scores: [Float]
 }
 
 /// A classification request, after the RPC layer has parsed and checked the parameters.
@@ -50,6 +52,13 @@ public struct ClassifyRequest: Sendable {
     public var minAccuracy: Double?
     /// Keeps a client on the same arm of an A/B split.
     public var clientID: String?
+    /// Preprocessed inputs instead of encoded images: each the model's input for one item, float32 in
+    /// `pixelShape` (which must equal the model's input shape less the batch). `images` is then empty.
+    public var pixels: [[Float]] = []
+    public var pixelShape: [Int] = []
+
+    /// Items in the request, encoded or preprocessed.
+    public var itemCount: Int { images.count + pixels.count }
 
     public init(images: [[UInt8]], model: String, topK: Int = 5, crop: CropMode? = nil, deadlineMs: Double? = nil,
                 minAccuracy: Double? = nil, clientID: String? = nil) {
@@ -110,30 +119,35 @@ public final class InferenceService: Sendable {
     public func classify(_ request: ClassifyRequest) async throws -> [ClassifyResult] {
         let route = try router.route(try resolveDefault(request.model), registry: registry,
                                      deadlineNanos: request.deadlineMs.map { UInt64(max(0, $0) * 1e6) },
-                                     minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.images.count,
+                                     minAccuracy: request.minAccuracy, clientID: request.clientID, images: request.itemCount,
                                      now: monotonicNanos())
         let model = route.model
-        guard !request.images.isEmpty else { throw ServingError.badParameter("no image given") }
-        guard request.images.count <= configuration.maxImagesPerCall else {
-            throw ServingError.badParameter("\(request.images.count) images in one call; the limit is \(configuration.maxImagesPerCall)")
+        let count = request.itemCount
+        guard count > 0 else { throw ServingError.badParameter("no image given") }
+        guard count <= configuration.maxImagesPerCall else {
+            throw ServingError.badParameter("\(count) images in one call; the limit is \(configuration.maxImagesPerCall)")
         }
+        if !request.pixels.isEmpty { try checkPixels(request, model: model) }
         guard request.topK >= 1 && request.topK <= configuration.maxTopK else {
             throw ServingError.badParameter("top_k must be between 1 and \(configuration.maxTopK)")
         }
-        guard inflight.tryAdd(request.images.count, limit: configuration.maxInflightImages) else {
+        guard inflight.tryAdd(count, limit: configuration.maxInflightImages) else {
             throw ServingError.overloaded(reason: "queue_full", retryAfterMs: 100)
         }
-        defer { inflight.add(-request.images.count) }
+        defer { inflight.add(-count) }
         let now = monotonicNanos()
         let deadline = request.deadlineMs.map { now &+ UInt64(max(0, $0) * 1e6 * (1 - configuration.deadlineHeadroom)) }
         // Refused before any decoding when the queue already says the answer would be late.
-        try model.queue.admit(images: request.images.count, now: now, deadline: deadline,
+        try model.queue.admit(images: count, now: now, deadline: deadline,
                               decodeAhead: decodePool.pendingJobs, decodeThreads: decodePool.threadCount)
         return try await withThrowingTaskGroup(of: (Int, ClassifyResult).self) { group in
             for (i, image) in request.images.enumerated() {
                 group.addTask { (i, try await self.classifyOne(image, model: model, reason: route.reason, topK: request.topK, crop: request.crop, deadline: deadline)) }
             }
-            var results = [ClassifyResult?](repeating: nil, count: request.images.count)
+            for (i, values) in request.pixels.enumerated() {
+                group.addTask { (i, try await self.classifyPixels(values, model: model, reason: route.reason, topK: request.topK, deadline: deadline)) }
+            }
+            var results = [ClassifyResult?](repeating: nil, count: count)
             for try await (i, r) in group { results[i] = r }
             return results.compactMap { $0 }
         }
@@ -164,6 +178,13 @@ public final class InferenceService: Sendable {
         if let deadline, decoded >= deadline {
             throw ServingError.deadlineExceeded("the time planned for the answer (deadline_ms less the headroom kept for transport) passed while the image was decoded (\(String(format: "%.1f", Double(decoded - start) / 1e6)) ms)")
         }
+        return try await finish(tensor, info: info, model: model, reason: reason, topK: topK, deadline: deadline,
+                                start: start, decoded: decoded)
+    }
+
+    /// Queues one preprocessed item and makes its result: metrics, energy, top-k.
+    func finish(_ tensor: Tensor, info: ImageInfo, model: LoadedModel, reason: String, topK: Int, deadline: UInt64?,
+                start: UInt64, decoded: UInt64) async throws -> ClassifyResult {
         let item = try await submit(tensor, to: model, deadline: deadline)
         let end = monotonicNanos()
         ServingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
@@ -181,7 +202,7 @@ public final class InferenceService: Sendable {
             reason: reason, predictions: predictions,
             timing: StageTiming(queue: Double(item.queueNanos) / 1e6, decode: Double(decoded - start) / 1e6,
                                 inference: Double(item.inferenceNanos) / 1e6, total: Double(end - start) / 1e6),
-            batchSize: item.batchSize, image: info, energyMillijoules: joules * 1000)
+            batchSize: item.batchSize, image: info, energyMillijoules: joules * 1000, scores: item.scores)
     }
 
     /// Submits to the model's queue. If that version was replaced (hot reload) between routing and

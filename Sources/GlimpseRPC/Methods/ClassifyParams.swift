@@ -47,6 +47,15 @@ public struct ClassifyParams: Sendable {
         self.init(try Options(try Params(.object(object), method: "classify"), limits: limits), images: [image], single: true)
     }
 
+    /// From an Open Inference Protocol request: `options` holds `model`, `top_k`, `crop` and
+    /// `deadline_ms` as JSON-RPC would (checked the same way); the items are encoded images or
+    /// preprocessed float32 tensors of shape `pixelShape`.
+    init(options: [String: JSONValue], images: [[UInt8]], pixels: [[Float]], pixelShape: [Int], limits: ServingConfiguration) throws {
+        self.init(try Options(try Params(.object(options), method: "infer"), limits: limits), images: images, single: false)
+        request.pixels = pixels
+        request.pixelShape = pixelShape
+    }
+
     private init(_ o: Options, images: [[UInt8]], single: Bool) {
         request = ClassifyRequest(images: images, model: o.model, topK: o.topK, crop: o.crop, deadlineMs: o.deadlineMs,
                                   minAccuracy: o.minAccuracy, clientID: o.clientID)

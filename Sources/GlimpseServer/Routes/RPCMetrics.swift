@@ -10,7 +10,7 @@ enum RPCMetrics {
     static func record(_ call: RPCCallOutcome, known: Set<String>, registry: ModelRegistry) {
         let method = call.method.isEmpty ? "invalid" : (known.contains(call.method) ? call.method : "unknown")
         var model = "", variant = ""
-        if call.method == "classify" && call.error?.code != RPCError.invalidRequestCode {
+        if (call.method == "classify" || call.method == "v2.infer") && call.error?.code != RPCError.invalidRequestCode {
             (model, variant) = labels(call, registry: registry)
         }
         RequestMetrics.record(method: method, model: model, variant: variant, outcome: call.error == nil ? "ok" : "error",

@@ -62,6 +62,12 @@ enum Routes {
             }
         }
 
+        OpenInferenceRoutes.add(to: router, maxBody: maxBody, service: service, dispatcher: dispatcher, state: state) { request in
+            guard authenticate(request, rest: true).refusal != nil else { return nil }
+            var response = OpenInferenceRoutes.error(.unauthorized("send a valid API key as \"Authorization: Bearer <key>\""), status: .unauthorized)
+            response.headers[.wwwAuthenticate] = #"Bearer realm="glimpse""#
+            return response
+        }
         addOperational(to: router, service: service, state: state, metricsText: metricsText)
     }
 

@@ -50,10 +50,10 @@ final class TestServer: @unchecked Sendable {
         return dir.path
     }
 
-    static func start() async throws -> TestServer {
+    static func start(serving: ServingConfiguration = .init()) async throws -> TestServer {
         var logger = Logger(label: "glimpse.test")
         logger.logLevel = .warning
-        let service = InferenceService(configuration: .init(), logger: logger)
+        let service = InferenceService(configuration: serving, logger: logger)
         let problems = service.registry.loadDirectory(try modelFolder())
         guard problems.isEmpty else { throw TestServerError(description: "models failed to load: \(problems)") }
         let config = ServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: 4 << 20, maxBatchLength: 64)
