@@ -28,6 +28,6 @@ public enum FoldBatchNorm {
             graph.nodes[p].outputs = [node.outputs[0]]
             removed.insert(i)
         }
-        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
+        graph.removeNodes(at: removed)
     }
 }
