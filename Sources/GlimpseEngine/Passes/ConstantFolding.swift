@@ -9,7 +9,7 @@ public enum ConstantFolding {
             guard allConst else { kept.append(node); continue }
             let outs: [Tensor]
             do {
-                outs = try Evaluator.evaluate(node.op, inputs: node.inputs.map { graph.constant($0) }, label: node.label)
+                outs = try OperatorEvaluator.evaluate(node.op, inputs: node.inputs.map { graph.constant($0) }, label: node.label)
             } catch let e as EngineError {
                 throw EngineError("\(graph.name): \(node.label): \(e.description)")
             }
