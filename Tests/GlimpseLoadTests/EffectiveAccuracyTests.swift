@@ -1,14 +1,16 @@
 import Foundation
 import GlimpseLoad
+import GlimpseTestSupport
 import XCTest
 
 /// `--labels`: labelled images, the expected label of each answer, and effective accuracy (correct
 /// top-1 answers within the SLO against every offered image).
 final class EffectiveAccuracyTests: XCTestCase {
-    var root: URL!
+    var temporary: TemporaryFolder!
+    var root: URL { temporary.url }
 
     override func setUpWithError() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-labels-\(UUID().uuidString)")
+        temporary = try TemporaryFolder("labels")
         for (label, names) in [("cat", ["b.jpg", "a.jpg", "notes.txt"]), ("dog", ["c.png"])] {
             let dir = root.appendingPathComponent("classes/\(label)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -17,7 +19,7 @@ final class EffectiveAccuracyTests: XCTestCase {
     }
 
     override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: root)
+        temporary?.remove()
     }
 
     func testAFolderOfClassSubfolders() throws {

@@ -8,15 +8,15 @@ import GlimpseServing
 /// The evaluation data set readers: MNIST IDX files (gzip), tar archives written by GNU tar
 /// (ustar and long names), the shared CIFAR-10 tar, and labelled folders in both layouts.
 final class EvalDatasetTests: XCTestCase {
-    var dir: URL!
+    var temporary: TemporaryFolder!
+    var dir: URL { temporary.url }
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-evaldata-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        temporary = try TemporaryFolder("evaldata")
     }
 
     override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: dir)
+        temporary?.remove()
     }
 
     func write(_ relative: String, _ bytes: [UInt8] = Array("not really an image".utf8)) throws {

@@ -8,15 +8,15 @@ import GlimpseServing
 /// Accuracy measured through the classify path: mnist-8 on the MNIST test set, and on labelled
 /// digit photos in a folder; label matching rules.
 final class EvaluatorTests: XCTestCase {
-    var folder: URL!
+    var temporary: TemporaryFolder!
+    var folder: URL { temporary.url }
 
     override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-eval-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        temporary = try TemporaryFolder("eval")
     }
 
     override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: folder)
+        temporary?.remove()
     }
 
     func mnistModel(_ service: InferenceService) throws -> LoadedModel {

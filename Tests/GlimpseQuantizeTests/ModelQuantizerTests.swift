@@ -11,10 +11,11 @@ final class ModelQuantizerTests: XCTestCase {
     /// A few photos of different classes and formats (JPEG and PNG).
     static let photos = ["Dog1.jpg", "car.jpg", "fish.png", "goldfish.jpg", "kitten_small.jpg", "parrot_coral.jpg"]
 
-    var workDir: URL!
+    var temporary: TemporaryFolder!
+    var workDir: URL { temporary.url }
 
     override func setUpWithError() throws {
-        workDir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-quantize-\(UUID().uuidString)")
+        temporary = try TemporaryFolder("quantize")
         let images = workDir.appendingPathComponent("images")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
         for p in Self.photos {
@@ -24,7 +25,7 @@ final class ModelQuantizerTests: XCTestCase {
     }
 
     override func tearDownWithError() throws {
-        if let workDir { try? FileManager.default.removeItem(at: workDir) }
+        temporary?.remove()
     }
 
     /// Quantizes squeezenet1.1, writes it, and compares it with the float32 model on the photos.

@@ -21,15 +21,15 @@ final class StaticQuantizerTests: XCTestCase {
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    var workDir: URL!
+    var temporary: TemporaryFolder!
+    var workDir: URL { temporary.url }
 
     override func setUpWithError() throws {
-        workDir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-static-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
+        temporary = try TemporaryFolder("static")
     }
 
     override func tearDownWithError() throws {
-        if let workDir { try? FileManager.default.removeItem(at: workDir) }
+        temporary?.remove()
     }
 
     /// cifar10-large's preprocessing (models/models.json).

@@ -28,9 +28,9 @@ final class HTTPSurfaceTests: XCTestCase {
     }
 
     func tempDir() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-http-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        let temporary = try TemporaryFolder("http")
+        addTeardownBlock { temporary.remove() }
+        let dir = temporary.url
         return dir
     }
 

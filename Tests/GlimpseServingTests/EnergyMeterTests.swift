@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseTestSupport
 import XCTest
 
 @testable import GlimpseServing
@@ -6,15 +7,15 @@ import XCTest
 /// The energy meter against a fake powercap directory: package domains, sub-domains, wrap-around,
 /// and RAPL that is missing or unreadable.
 final class EnergyMeterTests: XCTestCase {
-    var root: URL!
+    var temporary: TemporaryFolder!
+    var root: URL { temporary.url }
 
     override func setUpWithError() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-powercap-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        temporary = try TemporaryFolder("powercap")
     }
 
     override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: root)
+        temporary?.remove()
     }
 
     func domain(_ name: String, energy: UInt64, range: UInt64) throws {
