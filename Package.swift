@@ -182,7 +182,15 @@ let package = Package(
             ],
             swiftSettings: cpuSettings
         ),
-        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(
+            name: "GlimpseModelToolsTests",
+            dependencies: [
+                "GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: cpuSettings
+        ),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(
             name: "GlimpseServerTests",
