@@ -6,20 +6,15 @@ import XCTest
 /// `--labels`: labelled images, the expected label of each answer, and effective accuracy (correct
 /// top-1 answers within the SLO against every offered image).
 final class EffectiveAccuracyTests: XCTestCase {
-    var temporary: TemporaryFolder!
-    var root: URL { temporary.url }
+    var root: URL!
 
     override func setUpWithError() throws {
-        temporary = try TemporaryFolder("labels")
+        root = try temporaryFolder("labels").url
         for (label, names) in [("cat", ["b.jpg", "a.jpg", "notes.txt"]), ("dog", ["c.png"])] {
             let dir = root.appendingPathComponent("classes/\(label)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             for name in names { try Data(label.uppercased().utf8).write(to: dir.appendingPathComponent(name)) }
         }
-    }
-
-    override func tearDownWithError() throws {
-        temporary?.remove()
     }
 
     func testAFolderOfClassSubfolders() throws {

@@ -71,9 +71,7 @@ final class H2ClientTests: XCTestCase {
             XCTFail("nghttpd is not installed: scripts/setup.sh --test installs Debian's nghttp2-server")
             return
         }
-        let temporary = try TemporaryFolder("load")
-        defer { temporary.remove() }
-        let docs = temporary.url
+        let docs = try temporaryFolder("load").url
         try Data("hello from nghttpd\n".utf8).write(to: docs.appendingPathComponent("index.html"))
         let port = 20000 + Int.random(in: 0..<20000)
         let process = Process()

@@ -81,9 +81,7 @@ final class LoadPlanTests: XCTestCase {
     }
 
     func testImageFolderIsEncodedOnce() throws {
-        let temporary = try TemporaryFolder("imgs")
-        defer { temporary.remove() }
-        let dir = temporary.url
+        let dir = try temporaryFolder("imgs").url
         try Data([0xFF, 0xD8, 0xFF]).write(to: dir.appendingPathComponent("a.jpg"))
         try Data([0x89, 0x50]).write(to: dir.appendingPathComponent("b.PNG"))
         try Data("x".utf8).write(to: dir.appendingPathComponent("notes.txt"))

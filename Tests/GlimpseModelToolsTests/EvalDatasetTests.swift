@@ -8,15 +8,10 @@ import GlimpseServing
 /// The evaluation data set readers: MNIST IDX files (gzip), tar archives written by GNU tar
 /// (ustar and long names), the shared CIFAR-10 tar, and labelled folders in both layouts.
 final class EvalDatasetTests: XCTestCase {
-    var temporary: TemporaryFolder!
-    var dir: URL { temporary.url }
+    var dir: URL!
 
     override func setUpWithError() throws {
-        temporary = try TemporaryFolder("evaldata")
-    }
-
-    override func tearDownWithError() throws {
-        temporary?.remove()
+        dir = try temporaryFolder("evaldata").url
     }
 
     func write(_ relative: String, _ bytes: [UInt8] = Array("not really an image".utf8)) throws {

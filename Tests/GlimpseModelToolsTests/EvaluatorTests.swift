@@ -8,15 +8,10 @@ import GlimpseServing
 /// Accuracy measured through the classify path: mnist-8 on the MNIST test set, and on labelled
 /// digit photos in a folder; label matching rules.
 final class EvaluatorTests: XCTestCase {
-    var temporary: TemporaryFolder!
-    var folder: URL { temporary.url }
+    var folder: URL!
 
     override func setUpWithError() throws {
-        temporary = try TemporaryFolder("eval")
-    }
-
-    override func tearDownWithError() throws {
-        temporary?.remove()
+        folder = try temporaryFolder("eval").url
     }
 
     func mnistModel(_ service: InferenceService) throws -> LoadedModel {

@@ -11,21 +11,19 @@ import GlimpseServing
 /// timeouts. Everything runs on 127.0.0.1; nothing is fetched from the network.
 final class ModelPullTests: XCTestCase {
     var server: RangeHTTPServer!
-    var temporary: TemporaryFolder!
     /// Where models are pulled to: not there until the puller (or a test) makes it.
-    var folder: String { temporary.appending("models").path }
+    var folder: String!
     var mnist: [UInt8]!
 
     override func setUpWithError() throws {
         mnist = try SharedData.bytes("models/mnist-8.onnx")
         server = try RangeHTTPServer()
         server.serve("/mnist-8.onnx", bytes: mnist)
-        temporary = try TemporaryFolder("pull")
+        folder = try temporaryFolder("pull").appending("models").path
     }
 
     override func tearDownWithError() throws {
         server.stop()
-        temporary?.remove()
     }
 
     func entry(_ name: String) throws -> ModelCatalog.Entry {

@@ -11,21 +11,16 @@ final class ModelQuantizerTests: XCTestCase {
     /// A few photos of different classes and formats (JPEG and PNG).
     static let photos = ["Dog1.jpg", "car.jpg", "fish.png", "goldfish.jpg", "kitten_small.jpg", "parrot_coral.jpg"]
 
-    var temporary: TemporaryFolder!
-    var workDir: URL { temporary.url }
+    var workDir: URL!
 
     override func setUpWithError() throws {
-        temporary = try TemporaryFolder("quantize")
+        workDir = try temporaryFolder("quantize").url
         let images = workDir.appendingPathComponent("images")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
         for p in Self.photos {
             try FileManager.default.createSymbolicLink(atPath: images.appendingPathComponent(p).path,
                                                        withDestinationPath: try SharedData.path("images/imagenet/\(p)"))
         }
-    }
-
-    override func tearDownWithError() throws {
-        temporary?.remove()
     }
 
     /// Quantizes squeezenet1.1, writes it, and compares it with the float32 model on the photos.

@@ -21,15 +21,10 @@ final class StaticQuantizerTests: XCTestCase {
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    var temporary: TemporaryFolder!
-    var workDir: URL { temporary.url }
+    var workDir: URL!
 
     override func setUpWithError() throws {
-        temporary = try TemporaryFolder("static")
-    }
-
-    override func tearDownWithError() throws {
-        temporary?.remove()
+        workDir = try temporaryFolder("static").url
     }
 
     /// cifar10-large's preprocessing (models/models.json).

@@ -59,9 +59,7 @@ final class DefaultImageNetModelTests: XCTestCase {
 
     func testUnknownDefaultModelIsAClearError() throws {
         // Two small families (mnist-8 twice), so the server starts at once and no single family stands in.
-        let temporary = try TemporaryFolder("default")
-        defer { temporary.remove() }
-        let dir = temporary.url
+        let dir = try temporaryFolder("default").url
         for family in ["digits-a", "digits-b"] {
             try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(family).onnx").path,
                                                        withDestinationPath: try SharedData.path("models/mnist-8.onnx"))

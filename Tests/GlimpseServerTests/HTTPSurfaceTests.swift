@@ -28,9 +28,7 @@ final class HTTPSurfaceTests: XCTestCase {
     }
 
     func tempDir() throws -> URL {
-        let temporary = try TemporaryFolder("http")
-        addTeardownBlock { temporary.remove() }
-        let dir = temporary.url
+        let dir = try temporaryFolder("http").url
         return dir
     }
 

@@ -81,9 +81,7 @@ final class ImagePipelineEndToEndTests: XCTestCase {
     /// its answers are onnxruntime's on every readable JPEG/PNG, close calls included.
     func testFullDecodeAnswersWithTheReferenceProbabilities() throws {
         let model = "shufflenet-v2-qdq"
-        let temporary = try TemporaryFolder("fulldecode")
-        defer { temporary.remove() }
-        let dir = temporary.url
+        let dir = try temporaryFolder("fulldecode").url
         try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(model).onnx").path,
                                                    withDestinationPath: try SharedData.path("models/\(model).onnx"))
         try #"{"preprocessing": "imagenet"}"#.write(to: dir.appendingPathComponent("\(model).json"), atomically: true, encoding: .utf8)

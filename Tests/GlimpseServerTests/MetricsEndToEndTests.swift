@@ -54,9 +54,7 @@ final class MetricsEndToEndTests: XCTestCase {
         let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder()])
         defer { server.stop() }
         let promPort = try FreePort.pick()
-        let temporary = try TemporaryFolder("prom")
-        defer { temporary.remove() }
-        let dir = temporary.url
+        let dir = try temporaryFolder("prom").url
         let config = """
         global:
           scrape_interval: 1s

@@ -15,7 +15,7 @@ final class RequestMetricsTests: XCTestCase {
     var dispatcher: RPCDispatcher!
 
     override func setUp() async throws {
-        folder = try TemporaryFolder("request-metrics")
+        folder = try temporaryFolder("request-metrics")
         try FileManager.default.createSymbolicLink(atPath: folder.appending("mnist-8.onnx").path,
                                                    withDestinationPath: try SharedData.path("models/mnist-8.onnx"))
         try #"{"preprocessing": "mnist"}"#.write(to: folder.appending("mnist-8.json"), atomically: true, encoding: .utf8)
@@ -27,7 +27,6 @@ final class RequestMetricsTests: XCTestCase {
 
     override func tearDown() async throws {
         service.shutdown()
-        folder.remove()
     }
 
     func call(_ method: String, _ params: JSONValue) async throws -> JSONValue {

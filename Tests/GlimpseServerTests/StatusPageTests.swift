@@ -119,9 +119,7 @@ final class StatusPageTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
             throw TestServerError(description: "\(Self.chromium) is not installed (scripts/setup.sh --test installs Debian's chromium package)")
         }
-        let temporary = try TemporaryFolder("chromium")
-        defer { temporary.remove() }
-        let dir = temporary.url
+        let dir = try temporaryFolder("chromium").url
         let domFile = dir.appendingPathComponent("dom.html")
         _ = FileManager.default.createFile(atPath: domFile.path, contents: nil)
         let output = try FileHandle(forWritingTo: domFile)

@@ -7,15 +7,10 @@ import XCTest
 /// The energy meter against a fake powercap directory: package domains, sub-domains, wrap-around,
 /// and RAPL that is missing or unreadable.
 final class EnergyMeterTests: XCTestCase {
-    var temporary: TemporaryFolder!
-    var root: URL { temporary.url }
+    var root: URL!
 
     override func setUpWithError() throws {
-        temporary = try TemporaryFolder("powercap")
-    }
-
-    override func tearDownWithError() throws {
-        temporary?.remove()
+        root = try temporaryFolder("powercap").url
     }
 
     func domain(_ name: String, energy: UInt64, range: UInt64) throws {

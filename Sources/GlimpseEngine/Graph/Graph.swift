@@ -72,12 +72,6 @@ public final class Graph {
 
     public func isGraphOutput(_ v: Int) -> Bool { outputs.contains { $0.value == v } }
 
-    /// Drops the nodes at `indices` (positions in `nodes`), keeping the order of the rest: how a
-    /// fusion pass removes the nodes it folded into others.
-    public func removeNodes(at indices: Set<Int>) {
-        guard !indices.isEmpty else { return }
-        nodes = nodes.enumerated().filter { !indices.contains($0.offset) }.map { $0.element }
-    }
 
     /// A copy whose value, node, input and output lists can be changed without touching this graph.
     /// Operators and constant tensors are shared, not cloned.

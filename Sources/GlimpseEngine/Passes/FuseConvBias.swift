@@ -3,13 +3,10 @@ import GlimpseTensor
 /// Conv → Add(constant per-channel bias) becomes the Conv's bias.
 public enum FuseConvBias {
     public static func run(_ graph: Graph) throws {
-        var uses = graph.useCounts()
-        let producers = graph.producers()
-        var removed = Set<Int>()
-        for (i, node) in graph.nodes.enumerated() {
-            guard let add = node.op as? BinaryOp, add.kind == .add, add.activation.isIdentity else { continue }
+        graph.fuse { i, node, state in
+            guard let add = node.op as? BinaryOp, add.kind == .add, add.activation.isIdentity else { return }
             for (x, c) in [(node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])] {
-                guard let p = producers[x], !removed.contains(p), uses[x] == 1,
+                guard let p = state.producers[x], !state.removed.contains(p), state.uses[x] == 1,
                       let conv = graph.nodes[p].op as? ConvOp, conv.activation.isIdentity,
                       graph.nodes[p].inputs.count <= 3, let bias = graph.constant(c),
                       let w = graph.constant(graph.nodes[p].inputs[1]), bias.dtype == .float32 else { continue }
@@ -23,13 +20,12 @@ public enum FuseConvBias {
                 let merged = Tensor(shape: Shape([cout]), dtype: .float32)
                 for k in 0..<cout { merged.f32[k] = bias.f32[k] + (old?.f32[k] ?? 0) }
                 let b = graph.addValue(name: graph.values[c].name + "_fused_bias", constant: merged)
-                uses.append(1)
+                state.uses.append(1)
                 if graph.nodes[p].inputs.count > 2 { graph.nodes[p].inputs[2] = b } else { graph.nodes[p].inputs.append(b) }
                 graph.nodes[p].outputs = node.outputs
-                removed.insert(i)
+                state.removed.insert(i)
                 break
             }
         }
-        graph.removeNodes(at: removed)
     }
 }

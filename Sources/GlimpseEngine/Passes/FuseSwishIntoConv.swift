@@ -2,18 +2,14 @@
 /// the activation.
 public enum FuseSwishIntoConv {
     public static func run(_ graph: Graph) {
-        let uses = graph.useCounts()
-        let producers = graph.producers()
-        var removed = Set<Int>()
-        for (i, node) in graph.nodes.enumerated() {
-            guard let act = node.op as? UnaryOp, act.kind == .swish, node.inputs.count == 1 else { continue }
+        graph.fuse { i, node, state in
+            guard let act = node.op as? UnaryOp, act.kind == .swish, node.inputs.count == 1 else { return }
             let x = node.inputs[0]
-            guard let p = producers[x], !removed.contains(p), uses[x] == 1, !graph.isGraphOutput(x),
-                  let conv = graph.nodes[p].op as? ConvOp, !conv.activation.swish, conv.outputScale == nil else { continue }
+            guard let p = state.producers[x], !state.removed.contains(p), state.uses[x] == 1, !graph.isGraphOutput(x),
+                  let conv = graph.nodes[p].op as? ConvOp, !conv.activation.swish, conv.outputScale == nil else { return }
             conv.activation.swish = true
             graph.nodes[p].outputs = node.outputs
-            removed.insert(i)
+            state.removed.insert(i)
         }
-        graph.removeNodes(at: removed)
     }
 }
