@@ -14,7 +14,7 @@ final class RequestMetricsTests: XCTestCase {
     var service: InferenceService!
     var dispatcher: RPCDispatcher!
 
-    override func setUp() async throws {
+    override func setUpWithError() throws {
         folder = try temporaryFolder("request-metrics")
         try FileManager.default.createSymbolicLink(atPath: folder.appending("mnist-8.onnx").path,
                                                    withDestinationPath: try SharedData.path("models/mnist-8.onnx"))
@@ -25,13 +25,14 @@ final class RequestMetricsTests: XCTestCase {
         dispatcher = GlimpseServer.makeDispatcher(service: service, configuration: ServerConfiguration(port: 0))
     }
 
-    override func tearDown() async throws {
+    override func tearDownWithError() throws {
         service.shutdown()
     }
 
     func call(_ method: String, _ params: JSONValue) async throws -> JSONValue {
         let body: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": .string(method), "params": params]
-        return try JSONValue.parse(await dispatcher.handle(body: body.serialized()).body)
+        let reply = await dispatcher.handle(body: body.serialized())
+        return try JSONValue.parse(reply.body)
     }
 
     func requests(_ method: String, model: String, variant: String, outcome: String, reason: String) throws -> Int64 {

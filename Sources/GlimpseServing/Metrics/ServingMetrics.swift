@@ -1,3 +1,5 @@
+import Metrics
+
 /// What the serving library records, through the handles it was given.
 struct ServingMetrics: Sendable {
     static let none = ServingMetrics(MetricHandles.none)
