@@ -35,16 +35,6 @@ public struct JSONLexer {
         index += n
     }
 
-    /// After an object member or array element: skips whitespace, then consumes a `,` (false: the
-    /// list goes on) or the `closer` (true: it ends); anything else is an error naming the list.
-    public mutating func endOfList(_ closer: UInt8, in list: String) throws -> Bool {
-        skipWhitespace()
-        guard let c = current else { throw error("unexpected end of JSON inside an \(list)") }
-        if c == UInt8(ascii: ",") { index += 1; return false }
-        if c == closer { index += 1; return true }
-        throw error("expected ',' or '\(Character(Unicode.Scalar(closer)))' in \(list)")
-    }
-
     /// The string starting at the current `"`, unescaped.
     public mutating func string() throws -> String {
         index += 1

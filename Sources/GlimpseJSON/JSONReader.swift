@@ -76,7 +76,13 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
             lexer.index += 1
             lexer.skipWhitespace()
             members.append((key, try value(depth: depth)))
-            if try lexer.endOfList(UInt8(ascii: "}"), in: "object") { return builder.object(members) }
+            lexer.skipWhitespace()
+            guard let c = lexer.current else { throw lexer.error("unexpected end of JSON inside an object") }
+            lexer.index += 1
+            if c == UInt8(ascii: ",") { continue }
+            if c == UInt8(ascii: "}") { return builder.object(members) }
+            lexer.index -= 1
+            throw lexer.error("expected ',' or '}' in object")
         }
     }
 
@@ -90,7 +96,13 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         while true {
             lexer.skipWhitespace()
             items.append(try value(depth: depth))
-            if try lexer.endOfList(UInt8(ascii: "]"), in: "array") { return builder.array(items) }
+            lexer.skipWhitespace()
+            guard let c = lexer.current else { throw lexer.error("unexpected end of JSON inside an array") }
+            lexer.index += 1
+            if c == UInt8(ascii: ",") { continue }
+            if c == UInt8(ascii: "]") { return builder.array(items) }
+            lexer.index -= 1
+            throw lexer.error("expected ',' or ']' in array")
         }
     }
 }
