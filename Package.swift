@@ -74,6 +74,8 @@ let package = Package(
 
         // Compute layers.
         .target(name: "GlimpseTensor", swiftSettings: computeSettings),
+        // The one JSON lexer and parser: RPC bodies and the model manifest build their trees on it.
+        .target(name: "GlimpseJSON", swiftSettings: serviceSettings),
         .target(name: "GlimpseKernels", dependencies: ["CGlimpseSIMD"], swiftSettings: computeSettings),
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
@@ -84,7 +86,7 @@ let package = Package(
         .target(
             name: "GlimpseServing",
             dependencies: [
-                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "GlimpseJSON",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -102,7 +104,7 @@ let package = Package(
         ),
         .target(
             name: "GlimpseRPC",
-            dependencies: ["GlimpseServing", "GlimpseImage", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GlimpseServing", "GlimpseImage", "GlimpseJSON", .product(name: "Logging", package: "swift-log")],
             swiftSettings: serviceSettings
         ),
         .target(
@@ -172,18 +174,35 @@ let package = Package(
 
         .testTarget(name: "GlimpseQuantizeTests", dependencies: ["GlimpseQuantize", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "GlimpseModelTools", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTensorTests", dependencies: ["GlimpseTensor"]),
+        .testTarget(name: "GlimpseJSONTests", dependencies: ["GlimpseJSON"]),
         .testTarget(name: "GlimpseKernelsTests", dependencies: ["GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseONNXTests", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseTensor"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
+        .testTarget(
+            name: "GlimpseServingTests",
+            dependencies: [
+                "GlimpseServing", "GlimpseEngine", "GlimpseTensor", "GlimpseTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: cpuSettings
+        ),
+        .testTarget(
+            name: "GlimpseModelToolsTests",
+            dependencies: [
+                "GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: cpuSettings
+        ),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(
             name: "GlimpseServerTests",
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseImage", "GlimpseLoad", "GlimpseTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

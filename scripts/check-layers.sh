@@ -19,6 +19,7 @@ COpenSSL 0
 CZlib 0
 CGlimpseSIMD 0
 GlimpseTensor 1
+GlimpseJSON 1
 GlimpseKernels 2
 GlimpseTestSupport 2
 GlimpseImage 2

@@ -72,7 +72,7 @@ public enum GlimpseServer {
         let known = Set(table.keys).union(["v2.infer"])
         return RPCDispatcher(methods: table, adminMethods: GlimpseMethods.adminMethods,
                              maxBatchLength: configuration.maxBatchLength, logger: logger) { call in
-            RPCMetrics.record(call, known: known, registry: service.registry)
+            RPCMetrics.record(call, known: known, registry: service.registry, into: service.metrics)
         }
     }
 }

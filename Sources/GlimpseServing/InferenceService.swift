@@ -82,20 +82,29 @@ public final class InferenceService: Sendable {
     let loadPool: ComputePool
     let logger: Logger
     public let energy: EnergyMeter
-    private let inflight = InflightCounter()
+    private let inflight: InflightCounter
     let router: FamilyRouter
+    /// Where this service's metrics go (and the layers above record theirs).
+    public let metrics: MetricHandles
+    let servingMetrics: ServingMetrics
 
+    /// `metrics` defaults to the backend `MetricsSystem` was bootstrapped with, else none.
     public init(configuration: ServingConfiguration = .init(), energy: EnergyMeter = EnergyMeter(),
+                metrics: MetricHandles = MetricHandles(factory: MetricsSystem.factory),
                 logger: Logger = Logger(label: "glimpse.serving")) {
         self.configuration = configuration
         self.energy = energy
         self.logger = logger
-        self.registry = ModelRegistry(configuration: configuration, logger: logger)
+        self.metrics = metrics
+        let servingMetrics = ServingMetrics(metrics)
+        self.servingMetrics = servingMetrics
+        self.inflight = InflightCounter(metrics: servingMetrics)
+        self.registry = ModelRegistry(configuration: configuration, logger: logger, metrics: servingMetrics)
         self.decodePool = ComputePool(threads: configuration.decodeThreads, name: "glimpse-decode")
         self.loadPool = ComputePool(threads: 1, name: "glimpse-load")
         var split = VariantSplit.Policy()
         split.margin = configuration.splitMargin
-        self.router = FamilyRouter(selection: configuration.selection, splitPolicy: split)
+        self.router = FamilyRouter(selection: configuration.selection, splitPolicy: split, metrics: servingMetrics)
     }
 
     /// The model a request names, with `auto` (what a `classify` without `model` asks for) turned into
@@ -187,13 +196,13 @@ public final class InferenceService: Sendable {
                 start: UInt64, decoded: UInt64) async throws -> ClassifyResult {
         let item = try await submit(tensor, to: model, deadline: deadline)
         let end = monotonicNanos()
-        ServingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
-        ServingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
-        ServingMetrics.recordStage("inference", model: model.name, nanos: item.inferenceNanos)
-        ServingMetrics.recordStage("total", model: model.name, nanos: end - start)
-        ServingMetrics.variantSelected(family: model.metadata.family, variant: model.metadata.variant, reason: reason)
+        servingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
+        servingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
+        servingMetrics.recordStage("inference", model: model.name, nanos: item.inferenceNanos)
+        servingMetrics.recordStage("total", model: model.name, nanos: end - start)
+        servingMetrics.variantSelected(family: model.metadata.family, variant: model.metadata.variant, reason: reason)
         let joules = energy.joules(cpuNanos: item.cpuNanosPerItem)
-        ServingMetrics.recordInferenceEnergy(model: model.name, variant: model.metadata.variant, joules: joules)
+        servingMetrics.recordInferenceEnergy(model: model.name, variant: model.metadata.variant, joules: joules)
         let predictions = TopK.select(scores: item.scores, k: topK).map {
             Prediction(label: model.label($0.index), index: $0.index, score: $0.score)
         }
@@ -272,13 +281,18 @@ extension InferenceService: Service {
 final class InflightCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
+    private let metrics: ServingMetrics
+
+    init(metrics: ServingMetrics) {
+        self.metrics = metrics
+    }
 
     func add(_ delta: Int) {
         lock.lock()
         value += delta
         let v = value
         lock.unlock()
-        MetricHandles.shared.gauge(GlimpseMetrics.inflight, []).record(v)
+        metrics.inflight(v)
     }
 
     /// Adds `n` unless that would pass `limit`.
@@ -291,7 +305,7 @@ final class InflightCounter: @unchecked Sendable {
         value += n
         let v = value
         lock.unlock()
-        MetricHandles.shared.gauge(GlimpseMetrics.inflight, []).record(v)
+        metrics.inflight(v)
         return true
     }
 }

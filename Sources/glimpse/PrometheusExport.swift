@@ -7,12 +7,14 @@ import Prometheus
 struct PrometheusExport: Sendable {
     let registry = PrometheusCollectorRegistry()
 
-    func bootstrap() {
+    /// Makes Prometheus the process's swift-metrics backend and returns the handles to inject into
+    /// the serving library (which records only into what it is given).
+    func bootstrap() -> MetricHandles {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = GlimpseMetrics.secondsBuckets.map { .nanoseconds(Int64($0 * 1e9)) }
         factory.valueHistogramBuckets = GlimpseMetrics.valueBuckets
         MetricsSystem.bootstrap(factory)
-        MetricHandles.shared.enable()
+        return MetricHandles(factory: factory)
     }
 
     /// The exposition text, with a `# HELP` line added before each of Glimpse's `# TYPE` lines.

@@ -62,13 +62,13 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = Logger(label: "glimpse")
         let prometheus = PrometheusExport()
-        prometheus.bootstrap()
+        let metrics = prometheus.bootstrap()
         let energy = EnergyMeter(wattsPerCore: wattsPerCore)
-        let sampler = ProcessSampler(energy: energy)
+        let sampler = ProcessSampler(energy: energy, metrics: metrics)
         logger.info("energy meter: \(energy.source == .rapl ? "RAPL package energy" : "estimate, \(wattsPerCore) W per busy core (no readable RAPL in /sys/class/powercap)")")
 
         let serving = try servingConfiguration()
-        let service = InferenceService(configuration: serving, energy: energy, logger: logger)
+        let service = InferenceService(configuration: serving, energy: energy, metrics: metrics, logger: logger)
         let problems = service.registry.loadDirectory(modelOptions.models)
         for problem in problems { logger.warning("model folder: \(problem)") }
         let loaded = service.registry.all

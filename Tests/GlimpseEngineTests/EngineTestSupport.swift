@@ -12,7 +12,7 @@ func referenceConvolution(_ input: [Float], weights: [Float], bias: [Float], geo
         out.withUnsafeMutableBufferPointer { y in
             guard let x = x.baseAddress, let w = w.baseAddress, let b = b.baseAddress, let y = y.baseAddress else { return }
             for item in 0..<batch {
-                conv2d_f32_reference(input: x + item * image, weights: w, bias: b, output: y + item * outImage, geometry: g,
+                f32_conv2d_reference(input: x + item * image, weights: w, bias: b, output: y + item * outImage, geometry: g,
                                      groups: 1, outChannelsPerGroup: outChannels, lowerBound: lower, upperBound: upper)
             }
         }

@@ -60,7 +60,7 @@ final class PooledConvTests: XCTestCase {
         convolved.withUnsafeBufferPointer { conv in expected.withUnsafeMutableBufferPointer { pooled in
             guard let conv = conv.baseAddress, let pooled = pooled.baseAddress else { return }
             for plane in 0..<(batch * c.cout) {
-                pool2d_f32_reference(input: conv + plane * g.outPixels, output: pooled + plane * p.outPixels, geometry: p, kind: .max)
+                f32_pool2d_reference(input: conv + plane * g.outPixels, output: pooled + plane * p.outPixels, geometry: p, kind: .max)
             }
         } }
         guard got.count == expected.count else { return XCTFail("\(c): \(got.count) outputs, expected \(expected.count)") }
@@ -73,11 +73,11 @@ final class PooledConvTests: XCTestCase {
             Case(cin: 3, cout: 64, h: 224, w: 224, kernel: 3, stride: 2, pad: 0, banded: true),
             // A ResNet-style stem: 7×7 phase planes, then a padded 3×3 pool (first band padded).
             Case(cin: 3, cout: 48, h: 180, w: 180, kernel: 7, stride: 2, pad: 3, poolPad: 1, banded: true),
-            // Shifted planes (3×3, stride 1, "same", a reduction too long for `DirectConv`), 2×2 pool.
+            // Shifted planes (3×3, stride 1, "same", a reduction too long for `f32_conv_8x16_direct`), 2×2 pool.
             Case(cin: 16, cout: 48, h: 75, w: 75, kernel: 3, stride: 1, pad: 1, pool: 2, banded: true),
             // Pointwise, a ceil-mode pool whose last window hangs past the plane.
             Case(cin: 8, cout: 64, h: 66, w: 66, kernel: 1, stride: 1, pad: 0, ceil: true, banded: true),
-            // A short reduction (`DirectConv`) and a small output: both whole.
+            // A short reduction (`f32_conv_8x16_direct`) and a small output: both whole.
             Case(cin: 1, cout: 40, h: 90, w: 90, kernel: 5, stride: 1, pad: 2, pool: 2, banded: false),
             Case(cin: 8, cout: 16, h: 20, w: 20, kernel: 3, stride: 1, pad: 1, banded: false),
         ]

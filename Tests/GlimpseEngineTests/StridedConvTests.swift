@@ -4,7 +4,7 @@ import GlimpseTensor
 import GlimpseTestSupport
 import XCTest
 
-/// Convolutions that read phase planes (`PhaseB`): stride 2 with and without padding, a 7×7 stem,
+/// Convolutions that read phase planes (`PhasePlaneSource`): stride 2 with and without padding, a 7×7 stem,
 /// a residual, and a stride-1 convolution without padding, over the output's
 /// pixels and over the flat output, run through the engine on one and two threads and two images,
 /// against the scalar reference. Also those with a 7×7 output, which `Gemm49Driver` multiplies

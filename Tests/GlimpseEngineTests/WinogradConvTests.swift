@@ -55,7 +55,7 @@ final class WinogradConvTests: XCTestCase {
             Case(cin: 70, cout: 50, h: 8, w: 6, activation: Activation(lower: 0, upper: 6)),
             // 20 tiles a row (a vector and a part), no activation.
             Case(cin: 96, cout: 40, h: 12, w: 40, activation: Activation()),
-            // V and M over `Winograd.bandBytes`: two bands of tile rows.
+            // V and M over `f32_winograd_2x2_3x3.bandBytes`: two bands of tile rows.
             Case(cin: 64, cout: 64, h: 56, w: 56),
         ]
         for c in cases {
@@ -63,7 +63,7 @@ final class WinogradConvTests: XCTestCase {
             try check(c, batch: 1, threads: 2)
             try check(c, batch: 2, threads: 2)
         }
-        let big = Winograd.Tiles(height: 56, width: 56)
+        let big = f32_winograd_2x2_3x3.Tiles(height: 56, width: 56)
         XCTAssertLessThan(big.bandRows(cin: 64, cout: 64), big.rows, "the last case should take more than one band")
     }
 

@@ -21,10 +21,10 @@ final class ConvKernelTests: XCTestCase {
             let out = AlignedBuffer(cout * g.outPixels), ref = AlignedBuffer(cout * g.outPixels)
             let scratch = AlignedBuffer(GemmDriver.scratchCount(k: g.patchSize))
             GemmDriver.run(m: cout, n: g.outPixels, k: g.patchSize, packedA: packed.pointer,
-                           b: Im2colB(input: x.pointer, geometry: g), c: out.pointer, ldc: g.outPixels,
+                           b: Im2colPanelSource(input: x.pointer, geometry: g), c: out.pointer, ldc: g.outPixels,
                            epilogue: GemmEpilogue(rowBias: bias.pointer, lowerBound: 0),
                            panels: 0..<GemmDriver.panelCount(n: g.outPixels), scratch: scratch.pointer)
-            conv2d_f32_reference(input: x.pointer, weights: w.pointer, bias: bias.pointer, output: ref.pointer,
+            f32_conv2d_reference(input: x.pointer, weights: w.pointer, bias: bias.pointer, output: ref.pointer,
                                  geometry: g, groups: 1, outChannelsPerGroup: cout, lowerBound: 0)
             assertClose(out.array, ref.array, tolerance: 1e-5, "\(g)")
         }
@@ -59,17 +59,17 @@ final class ConvKernelTests: XCTestCase {
                 let readable: Range<Int>? = i % 2 == 0 ? -item * image..<(2 - item) * image : nil
                 let out = AlignedBuffer(cout * g.outPixels), ref = AlignedBuffer(cout * g.outPixels)
                 GemmDriver.run(m: cout, n: g.outPixels, k: g.patchSize, packedA: packed.pointer,
-                               b: Im2colB(input: src, geometry: g, readable: readable), c: out.pointer, ldc: g.outPixels,
+                               b: Im2colPanelSource(input: src, geometry: g, readable: readable), c: out.pointer, ldc: g.outPixels,
                                epilogue: GemmEpilogue(rowBias: bias.pointer),
                                panels: 0..<GemmDriver.panelCount(n: g.outPixels), scratch: scratch.pointer)
-                conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                f32_conv2d_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                      geometry: g, groups: 1, outChannelsPerGroup: cout)
                 assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) \(g)")
             }
         }
     }
 
-    /// `PhaseB`: strided, dilated, padded and unpadded convolutions computed over the flat output of
+    /// `PhasePlaneSource`: strided, dilated, padded and unpadded convolutions computed over the flat output of
     /// the phase planes (filled in row ranges), then compacted in two column ranges (as two threads would) and in two row
     /// ranges; and, where the output is wide enough, over the output's own pixels (panels that cross
     /// a row end). Some channel counts make K span several K blocks, and the columns end in a tail.
@@ -86,7 +86,7 @@ final class ConvKernelTests: XCTestCase {
             }
             let planes = PhasePlanes(g)
             let n = g.outHeight * planes.rowStride
-            let stride = PhaseB.channelStride(planes)
+            let stride = PhasePlaneSource.channelStride(planes)
             let x = AlignedBuffer(rng.floats(cin * g.inPixels)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
             let bias = AlignedBuffer(rng.floats(cout))
             let packed = AlignedBuffer(GemmPacking.packedACount(m: cout, k: g.patchSize))
@@ -97,7 +97,7 @@ final class ConvKernelTests: XCTestCase {
             let phases = AlignedBuffer([Float](repeating: .nan, count: cin * stride))
             let cut1 = rng.int(0...planes.rows), cut2 = rng.int(cut1...planes.rows)
             for rows in [cut2..<planes.rows, cut1..<cut2, 0..<cut1] {
-                PhaseB.fill(planes, input: x.pointer, rows: rows, phases: phases.pointer)
+                PhasePlaneSource.fill(planes, input: x.pointer, rows: rows, phases: phases.pointer)
             }
             var taps = [Int](repeating: 0, count: g.kernelHeight * g.kernelWidth)
             taps.withUnsafeMutableBufferPointer { planes.tapOffsets($0.baseAddress!) }
@@ -105,7 +105,7 @@ final class ConvKernelTests: XCTestCase {
             func gemm(flat isFlat: Bool, columns: Int, into c: UnsafeMutablePointer<Float>) {
                 taps.withUnsafeBufferPointer { t in
                     GemmDriver.run(m: cout, n: columns, k: g.patchSize, packedA: packed.pointer,
-                                   b: PhaseB(phases: phases.pointer, channelStride: stride, tapOffsets: t.baseAddress!,
+                                   b: PhasePlaneSource(phases: phases.pointer, channelStride: stride, tapOffsets: t.baseAddress!,
                                              taps: t.count, planes: planes, flat: isFlat),
                                    c: c, ldc: columns, epilogue: GemmEpilogue(rowBias: bias.pointer, lowerBound: 0),
                                    panels: 0..<GemmDriver.panelCount(n: columns), scratch: scratch.pointer)
@@ -113,9 +113,9 @@ final class ConvKernelTests: XCTestCase {
             }
             gemm(flat: true, columns: n, into: flat.pointer)
             let ref = AlignedBuffer(cout * g.outPixels)
-            conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+            f32_conv2d_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                  geometry: g, groups: 1, outChannelsPerGroup: cout, lowerBound: 0)
-            if PhaseB.readsDense(planes) {
+            if PhasePlaneSource.readsDense(planes) {
                 let dense = AlignedBuffer(cout * g.outPixels)
                 gemm(flat: false, columns: g.outPixels, into: dense.pointer)
                 assertClose(dense.array, ref.array, tolerance: 1e-4, "dense, \(g)")
@@ -125,18 +125,18 @@ final class ConvKernelTests: XCTestCase {
             }
             let byColumns = AlignedBuffer([Float](repeating: .nan, count: cout * g.outPixels))
             let half = n / 2
-            PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: 0..<half, planes: planes, into: byColumns.pointer)
-            PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: half..<n, planes: planes, into: byColumns.pointer)
+            PhasePlaneSource.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: 0..<half, planes: planes, into: byColumns.pointer)
+            PhasePlaneSource.compact(flat.pointer, ldFlat: n, rows: 0..<cout, columns: half..<n, planes: planes, into: byColumns.pointer)
             assertClose(byColumns.array, ref.array, tolerance: 1e-4, "columns, \(g)")
             let byRows = AlignedBuffer([Float](repeating: .nan, count: cout * g.outPixels))
-            PhaseB.compact(flat.pointer, ldFlat: n, rows: 0..<cout / 2, columns: 0..<n, planes: planes, into: byRows.pointer)
-            PhaseB.compact(flat.pointer, ldFlat: n, rows: cout / 2..<cout, columns: 0..<n, planes: planes, into: byRows.pointer)
+            PhasePlaneSource.compact(flat.pointer, ldFlat: n, rows: 0..<cout / 2, columns: 0..<n, planes: planes, into: byRows.pointer)
+            PhasePlaneSource.compact(flat.pointer, ldFlat: n, rows: cout / 2..<cout, columns: 0..<n, planes: planes, into: byRows.pointer)
             assertClose(byRows.array, ref.array, tolerance: 1e-4, "rows, \(g)")
         }
         XCTAssertGreaterThanOrEqual(denseCases, 10)
     }
 
-    /// `DirectConv` (short-reduction "same" convolutions) against the reference: output channel
+    /// `f32_conv_8x16_direct` (short-reduction "same" convolutions) against the reference: output channel
     /// counts below, at and above the 8-channel block, planes whose pixel count is not a multiple
     /// of 16, bias, a residual and a clamp in the epilogue, and a second image read through the
     /// tensor-wide readable range.
@@ -149,30 +149,30 @@ final class ConvKernelTests: XCTestCase {
             let padTop = rng.int(0...(kh - 1) * dh), padBottom = rng.int(0...(kh - 1) * dh)
             let padLeft = rng.int(0...(kw - 1) * dw)
             let oh = h + padTop + padBottom - (kh - 1) * dh
-            let cin = max(1, min(rng.int(1...4), DirectConv.maxPatch / (kh * kw)))
+            let cin = max(1, min(rng.int(1...4), f32_conv_8x16_direct.maxPatch / (kh * kw)))
             guard oh >= 1 else { continue }
             let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
                                  strideH: 1, strideW: 1, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
                                  outHeight: oh, outWidth: w)
-            XCTAssertTrue(DirectConv.applies(g), "\(g)")
+            XCTAssertTrue(f32_conv_8x16_direct.applies(g), "\(g)")
             let cout = [1, 5, 8, 11, 16, 20][i % 6]
             let image = cin * g.inPixels, outImage = cout * g.outPixels
             let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
             let bias = AlignedBuffer(rng.floats(cout)), residual = AlignedBuffer(rng.floats(outImage))
-            let packed = AlignedBuffer(DirectConv.packedCount(m: cout, k: g.patchSize))
-            DirectConv.pack(wts.pointer, m: cout, k: g.patchSize, into: packed.pointer)
+            let packed = AlignedBuffer(f32_conv_8x16_direct.packedCount(m: cout, k: g.patchSize))
+            f32_conv_8x16_direct.pack(wts.pointer, m: cout, k: g.patchSize, into: packed.pointer)
             for item in 0..<2 {
                 let src = x.pointer + item * image
                 let out = AlignedBuffer(outImage), ref = AlignedBuffer(outImage)
                 let epilogue = GemmEpilogue(rowBias: bias.pointer, residual: residual.pointer, residualStride: g.outPixels,
                                             lowerBound: -0.5, upperBound: 2)
                 // Two calls over a split of the blocks, as threads would run them.
-                let blocks = DirectConv.blockCount(g), split = blocks / 2
+                let blocks = f32_conv_8x16_direct.blockCount(g), split = blocks / 2
                 for part in [0..<split, split..<blocks] {
-                    DirectConv.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer, m: cout,
+                    f32_conv_8x16_direct.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer, m: cout,
                                    geometry: g, output: out.pointer, epilogue: epilogue, blocks: part)
                 }
-                conv2d_f32_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                f32_conv2d_reference(input: src, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                      geometry: g, groups: 1, outChannelsPerGroup: cout)
                 for t in 0..<outImage { ref.pointer[t] = min(max(ref.pointer[t] + residual.pointer[t], -0.5), 2) }
                 assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) cout \(cout) \(g)")
@@ -182,7 +182,7 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 30)
     }
 
-    /// `ShiftedDepthwise` against the grouped reference: channel counts around the 8-channel block
+    /// `f32_dwconv_8x16_same` against the grouped reference: channel counts around the 8-channel block
     /// (short last blocks), dilation, asymmetric "same" padding, planes below and above 16 pixels,
     /// and the second of two images sharing one buffer, so whole-vector loads near the buffer's ends
     /// are exercised. Bias, residual and clamp come through the epilogue.
@@ -199,20 +199,20 @@ final class ConvKernelTests: XCTestCase {
             let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
                                  strideH: 1, strideW: 1, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
                                  outHeight: oh, outWidth: w)
-            XCTAssertTrue(ShiftedDepthwise.applies(g), "\(g)")
+            XCTAssertTrue(f32_dwconv_8x16_same.applies(g), "\(g)")
             let channels = [1, 5, 8, 11, 16, 20][i % 6]
             let image = channels * g.inPixels, outImage = channels * g.outPixels
             let taps = kh * kw
             let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(channels * taps))
             let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(outImage))
-            let packed = AlignedBuffer(ShiftedDepthwise.packedCount(channels: channels, taps: taps))
-            ShiftedDepthwise.pack(wts.pointer, channels: channels, taps: taps, into: packed.pointer)
+            let packed = AlignedBuffer(f32_dwconv_8x16_same.packedCount(channels: channels, taps: taps))
+            f32_dwconv_8x16_same.pack(wts.pointer, channels: channels, taps: taps, into: packed.pointer)
             for item in 0..<2 {
                 let src = x.pointer + item * image
                 let out = AlignedBuffer(outImage), ref = AlignedBuffer(outImage)
                 // Four calls: the channels split at a block boundary, the 16-pixel blocks split in two
                 // (as threads split them).
-                let split = min(channels, ShiftedDepthwise.channelBlock)
+                let split = min(channels, f32_dwconv_8x16_same.channelBlock)
                 let blocks = (g.outPixels + 15) / 16, half = blocks / 2
                 for part in [0..<split, split..<channels] {
                     for pixelBlocks in [0..<half, half..<blocks] {
@@ -221,8 +221,8 @@ final class ConvKernelTests: XCTestCase {
                         let epilogue = GemmEpilogue(rowBias: bias.pointer + c0,
                                                     residual: i % 2 == 0 ? residual.pointer + c0 * g.outPixels : nil,
                                                     residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
-                        let scratch = AlignedBuffer(ShiftedDepthwise.scratchCount(g))
-                        ShiftedDepthwise.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer,
+                        let scratch = AlignedBuffer(f32_dwconv_8x16_same.scratchCount(g))
+                        f32_dwconv_8x16_same.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer,
                                              channels: part, blocks: pixelBlocks, geometry: g, output: out.pointer,
                                              epilogue: epilogue, scratch: scratch.pointer)
                     }
@@ -235,7 +235,7 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 30)
     }
 
-    /// `LaneDepthwise`: stride-2 depthwise convolutions of small planes (kernels 1–7, any padding,
+    /// `f32_dwconv_16c_lanes`: stride-2 depthwise convolutions of small planes (kernels 1–7, any padding,
     /// inputs with rows or columns the outputs never read, planes under 16 pixels), and stride 1
     /// with kernels of 5×5 to 7×7 (outputs 1 to 3 wide, and widths that are not a multiple of the
     /// 4 pixels computed at once, whose last four overlap the ones before), with channel
@@ -258,23 +258,23 @@ final class ConvKernelTests: XCTestCase {
             let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
                                  strideH: stride, strideW: stride, dilationH: 1, dilationW: 1, padTop: padTop, padLeft: padLeft,
                                  outHeight: oh, outWidth: ow)
-            guard LaneDepthwise.applies(g) else { continue }  // over the largest plane it takes
+            guard f32_dwconv_16c_lanes.applies(g) else { continue }  // over the largest plane it takes
             let channels = [1, 7, 16, 21, 32, 37][i % 6]
             let image = channels * g.inPixels, outImage = channels * g.outPixels, taps = kh * kw
             let x = AlignedBuffer(rng.floats(image)), wts = AlignedBuffer(rng.floats(channels * taps))
             let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(outImage))
-            let packed = AlignedBuffer(LaneDepthwise.packedCount(channels: channels, taps: taps))
-            LaneDepthwise.pack(wts.pointer, channels: channels, taps: taps, into: packed.pointer)
+            let packed = AlignedBuffer(f32_dwconv_16c_lanes.packedCount(channels: channels, taps: taps))
+            f32_dwconv_16c_lanes.pack(wts.pointer, channels: channels, taps: taps, into: packed.pointer)
             let out = AlignedBuffer([Float](repeating: .nan, count: outImage)), ref = AlignedBuffer(outImage)
-            let split = min(channels, LaneDepthwise.channelBlock)
+            let split = min(channels, f32_dwconv_16c_lanes.channelBlock)
             // Scratch full of garbage, as a workspace that other layers used: the padding must be written.
-            let scratch = AlignedBuffer([Float](repeating: .nan, count: LaneDepthwise.scratchCount(g)))
+            let scratch = AlignedBuffer([Float](repeating: .nan, count: f32_dwconv_16c_lanes.scratchCount(g)))
             for part in [0..<split, split..<channels] {
                 let c0 = part.lowerBound
                 let epilogue = GemmEpilogue(rowBias: bias.pointer + c0,
                                             residual: i % 2 == 0 ? residual.pointer + c0 * g.outPixels : nil,
                                             residualStride: g.outPixels, lowerBound: -0.5, upperBound: 2)
-                LaneDepthwise.run(input: x.pointer, weights: packed.pointer, channels: part, geometry: g,
+                f32_dwconv_16c_lanes.run(input: x.pointer, weights: packed.pointer, channels: part, geometry: g,
                                   output: out.pointer, epilogue: epilogue, scratch: scratch.pointer)
             }
             depthwiseReference(x.pointer, wts, bias, residual: i % 2 == 0 ? residual : nil, g, channels: channels, into: ref)
@@ -290,22 +290,22 @@ final class ConvKernelTests: XCTestCase {
     /// [−0.5, 2]: the epilogue the depthwise kernel tests use.
     private func depthwiseReference(_ x: UnsafePointer<Float>, _ wts: AlignedBuffer, _ bias: AlignedBuffer, residual: AlignedBuffer?,
                                     _ g: ConvGeometry, channels: Int, into ref: AlignedBuffer) {
-        conv2d_f32_reference(input: x, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+        f32_conv2d_reference(input: x, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                              geometry: g, groups: channels, outChannelsPerGroup: 1)
         for t in 0..<channels * g.outPixels {
             ref.pointer[t] = min(max(ref.pointer[t] + (residual?.pointer[t] ?? 0), -0.5), 2)
         }
     }
 
-    /// `LaneDepthwise.transpose`: row i of the result is lane i of every source vector.
+    /// `f32_dwconv_16c_lanes.transpose`: row i of the result is lane i of every source vector.
     func testLaneTranspose() {
         let source = AlignedBuffer((0..<256).map { Float($0) })
         var rows = [[Float]](repeating: [], count: 16)
-        LaneDepthwise.transpose(UnsafeRawPointer(source.pointer), stride: 64) { i, v in rows[i] = (0..<16).map { v[$0] } }
+        f32_dwconv_16c_lanes.transpose(UnsafeRawPointer(source.pointer), stride: 64) { i, v in rows[i] = (0..<16).map { v[$0] } }
         for i in 0..<16 { XCTAssertEqual(rows[i], (0..<16).map { Float($0 * 16 + i) }, "row \(i)") }
     }
 
-    /// `RowDepthwise` against the grouped reference: stride 1 and 2, padding 0 to 2 on each side
+    /// `f32_dwconv_3x3_rows` against the grouped reference: stride 1 and 2, padding 0 to 2 on each side
     /// (asymmetric too), outputs narrower than 16 (rows spilling into the next) and 16 wide and
     /// wider (a last vector overlapping the one before),
     /// heights from one row up (short row blocks, rows at the top and bottom edges), and planes back
@@ -326,13 +326,13 @@ final class ConvKernelTests: XCTestCase {
             let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: 3, kernelWidth: 3,
                                  strideH: s, strideW: s, dilationH: 1, dilationW: 1, padTop: padTop, padLeft: padLeft,
                                  outHeight: oh, outWidth: ow)
-            XCTAssertTrue(RowDepthwise.applies(g), "\(g)")
+            XCTAssertTrue(f32_dwconv_3x3_rows.applies(g), "\(g)")
             let channels = 3
             let x = AlignedBuffer(rng.floats(channels * g.inPixels)), wts = AlignedBuffer(rng.floats(channels * 9))
             let bias = AlignedBuffer(rng.floats(channels)), residual = AlignedBuffer(rng.floats(channels * g.outPixels))
             let inPlace = i % 3 == 0, swishOnly = i % 3 == 1
             let ref = AlignedBuffer(channels * g.outPixels)
-            conv2d_f32_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+            f32_conv2d_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
                                  geometry: g, groups: channels, outChannelsPerGroup: 1)
             let out = AlignedBuffer(inPlace ? residual.array : [Float](repeating: .nan, count: channels * g.outPixels))
             for c in 0..<channels {
@@ -340,7 +340,7 @@ final class ConvKernelTests: XCTestCase {
                 let epilogue = inPlace
                     ? GemmEpilogue(residual: out.pointer + c * g.outPixels, lowerBound: -1, upperBound: 3, swish: true)
                     : swishOnly ? GemmEpilogue(swish: true) : GemmEpilogue(lowerBound: -0.5, upperBound: 2)
-                RowDepthwise.run(input: x.pointer + start, readable: -start..<(channels * g.inPixels - start),
+                f32_dwconv_3x3_rows.run(input: x.pointer + start, readable: -start..<(channels * g.inPixels - start),
                                  weights: wts.pointer + c * 9, bias: bias.pointer[c], geometry: g,
                                  output: out.pointer + c * g.outPixels, epilogue: epilogue)
             }
@@ -356,7 +356,7 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 56)
     }
 
-    /// `RowPool` over every path of its horizontal pass (stride 1 and 2 vectors, lane by lane at
+    /// `f32_pool2d_rows` over every path of its horizontal pass (stride 1 and 2 vectors, lane by lane at
     /// stride 3), with dilation, asymmetric and ceil-mode padding, planes narrower and wider than a
     /// vector, and planes back to back so a whole-vector store at a plane's end cannot run into the next.
     func testRowPoolMatchesReference() {
@@ -383,10 +383,10 @@ final class ConvKernelTests: XCTestCase {
             let x = AlignedBuffer(rng.floats(3 * g.inPixels))
             let out = AlignedBuffer(3 * g.outPixels), ref = AlignedBuffer(3 * g.outPixels)
             let scratch = AlignedBuffer(Pool2D.scratchCount(g))
-            let pool = RowPool(geometry: g, kind: kind, scratch: scratch.pointer)
+            let pool = f32_pool2d_rows(geometry: g, kind: kind, scratch: scratch.pointer)
             for p in 0..<3 { pool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels) }
             for p in (0..<3).reversed() {
-                pool2d_f32_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
+                f32_pool2d_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
                                      kind: kind)
             }
             assertClose(out.array, ref.array, tolerance: 1e-5, "\(kind) \(g)")
@@ -394,7 +394,7 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertEqual(strides, [30, 30, 30])
     }
 
-    /// `RowPool`'s stride-2 max path, which reads windows straight from the input: widths below,
+    /// `f32_pool2d_rows`'s stride-2 max path, which reads windows straight from the input: widths below,
     /// at and above one and two vectors, 1–3 taps each way, vertical stride and dilation, planes
     /// back to back, read with the whole tensor readable and with only the plane (its last rows
     /// then go lane by lane). Every other case is a 3×3 window without dilation (its own path).
@@ -409,7 +409,7 @@ final class ConvKernelTests: XCTestCase {
                                  strideH: sh, strideW: 2, dilationH: dh, dilationW: 1, padTop: 0, padLeft: 0,
                                  outHeight: (h - (kh - 1) * dh - 1) / sh + 1, outWidth: (w - kw) / 2 + 1)
             let scratch = AlignedBuffer(Pool2D.scratchCount(g))
-            let pool = RowPool(geometry: g, kind: .max, scratch: scratch.pointer)
+            let pool = f32_pool2d_rows(geometry: g, kind: .max, scratch: scratch.pointer)
             XCTAssertTrue(pool.readsInput, "\(g)")
             let x = AlignedBuffer(rng.floats(3 * g.inPixels))
             let out = AlignedBuffer(3 * g.outPixels), ref = AlignedBuffer(3 * g.outPixels)
@@ -419,7 +419,7 @@ final class ConvKernelTests: XCTestCase {
                          readable: wholeTensor ? (-p * g.inPixels)..<((3 - p) * g.inPixels) : nil)
             }
             for p in (0..<3).reversed() {
-                pool2d_f32_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
+                f32_pool2d_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g,
                                      kind: .max)
             }
             assertClose(out.array, ref.array, tolerance: 0, "whole tensor \(wholeTensor) \(g)")
@@ -434,10 +434,10 @@ final class ConvKernelTests: XCTestCase {
             let bias = rng.float()
             let out = AlignedBuffer(g.outPixels), ref = AlignedBuffer(g.outPixels)
             let scratch = AlignedBuffer(DepthwiseConv.scratchCount(g))
-            dwconv_f32_direct(input: x.pointer, weights: w.pointer, bias: bias, output: out.pointer, geometry: g,
+            f32_dwconv_phased(input: x.pointer, weights: w.pointer, bias: bias, output: out.pointer, geometry: g,
                               lowerBound: 0, upperBound: 6, scratch: scratch.pointer)
             let b = AlignedBuffer([bias])
-            conv2d_f32_reference(input: x.pointer, weights: w.pointer, bias: b.pointer, output: ref.pointer,
+            f32_conv2d_reference(input: x.pointer, weights: w.pointer, bias: b.pointer, output: ref.pointer,
                                  geometry: g, groups: 1, outChannelsPerGroup: 1, lowerBound: 0, upperBound: 6)
             assertClose(out.array, ref.array, tolerance: 1e-5, "\(g)")
         }
@@ -455,8 +455,8 @@ final class ConvKernelTests: XCTestCase {
             let x = AlignedBuffer(rng.floats(g.inPixels))
             let out = AlignedBuffer(g.outPixels), ref = AlignedBuffer(g.outPixels)
             let scratch = AlignedBuffer(Pool2D.scratchCount(g))
-            pool2d_f32(input: x.pointer, output: out.pointer, geometry: g, kind: kind, scratch: scratch.pointer)
-            pool2d_f32_reference(input: x.pointer, output: ref.pointer, geometry: g, kind: kind)
+            f32_pool2d(input: x.pointer, output: out.pointer, geometry: g, kind: kind, scratch: scratch.pointer)
+            f32_pool2d_reference(input: x.pointer, output: ref.pointer, geometry: g, kind: kind)
             assertClose(out.array, ref.array, tolerance: 1e-5, "\(kind) \(g)")
         }
     }
@@ -479,11 +479,11 @@ final class ConvKernelTests: XCTestCase {
             let swish = i % 2 == 0
             let out = AlignedBuffer(g.outPixels), ref = AlignedBuffer(g.outPixels)
             let scratch = AlignedBuffer(DepthwiseConv.scratchCount(g))
-            dwconv_f32_direct(input: x.pointer, weights: w.pointer, bias: bias, output: out.pointer, geometry: g,
+            f32_dwconv_phased(input: x.pointer, weights: w.pointer, bias: bias, output: out.pointer, geometry: g,
                               epilogue: GemmEpilogue(residual: res.pointer, lowerBound: -1.5, upperBound: 6, swish: swish),
                               scratch: scratch.pointer)
             let b = AlignedBuffer([bias])
-            conv2d_f32_reference(input: x.pointer, weights: w.pointer, bias: b.pointer, output: ref.pointer,
+            f32_conv2d_reference(input: x.pointer, weights: w.pointer, bias: b.pointer, output: ref.pointer,
                                  geometry: g, groups: 1, outChannelsPerGroup: 1)
             let expected = (0..<g.outPixels).map { j -> Float in
                 let v = min(max(ref.pointer[j] + res.pointer[j], -1.5), 6)

@@ -10,9 +10,9 @@ final class ElementwiseKernelTests: XCTestCase {
         for n in [1, 15, 16, 17, 100, 333] {
             let x = AlignedBuffer((0..<n).map { _ in rng.float() * 30 })
             let y = AlignedBuffer(n)
-            unary_f32(.swish, x.pointer, y.pointer, count: n)
+            f32_unary(.swish, x.pointer, y.pointer, count: n)
             assertClose(y.array, x.array.map { $0 / (1 + Foundation.exp(-$0)) }, tolerance: 1e-6, "swish n=\(n)")
-            unary_f32(.sigmoid, x.pointer, y.pointer, count: n)
+            f32_unary(.sigmoid, x.pointer, y.pointer, count: n)
             assertClose(y.array, x.array.map { 1 / (1 + Foundation.exp(-$0)) }, tolerance: 1e-6, "sigmoid n=\(n)")
         }
         for v: Float in [-80, -10, -1, -0.3, 0, 0.3, 1, 10, 80, 88.3] {
@@ -41,13 +41,31 @@ final class ElementwiseKernelTests: XCTestCase {
         XCTAssertEqual(simdSigmoid(SIMD16(repeating: 200))[0], 1, accuracy: 1e-7)
     }
 
+    /// The swish and sigmoid kernels themselves (not through `f32_unary`): every length up to
+    /// three vectors and a few beyond, so each tail size runs, from unaligned starts, with inputs
+    /// out to where the exponential saturates; against a scalar reference in Double.
+    func testSwishAndSigmoidKernelsWithTails() {
+        var rng = TestRandom(seed: 19)
+        for n in Array(0...48) + [63, 64, 65, 255, 1000] {
+            let offset = n % 3
+            let x = AlignedBuffer(rng.floats(n + offset).map { $0 * 40 })
+            if n > 1 { x.pointer[offset] = -100; x.pointer[offset + n - 1] = 100 }
+            let input = Array(x.array[offset...]).map(Double.init)
+            let y = AlignedBuffer([Float](repeating: .nan, count: n))
+            f32_sigmoid(x.pointer + offset, y.pointer, count: n)
+            assertClose(y.array, input.map { Float(1 / (1 + Foundation.exp(-$0))) }, tolerance: 1e-6, "sigmoid n=\(n)")
+            f32_swish(x.pointer + offset, y.pointer, count: n)
+            assertClose(y.array, input.map { Float($0 / (1 + Foundation.exp(-$0))) }, tolerance: 1e-6, "swish n=\(n)")
+        }
+    }
+
     func testBinaryRows() {
         var rng = TestRandom(seed: 17)
         for n in [1, 16, 23, 70] {
             let a = AlignedBuffer(rng.floats(n)), b = AlignedBuffer(rng.floats(n)), o = AlignedBuffer(n)
-            binary_row_f32(.mul, a.pointer, 1, b.pointer, 0, o.pointer, n, lower: -.infinity, upper: .infinity)
+            f32_binary_row(.mul, a.pointer, 1, b.pointer, 0, o.pointer, n, lower: -.infinity, upper: .infinity)
             assertClose(o.array, a.array.map { $0 * b.array[0] })
-            binary_row_f32(.add, a.pointer, 1, b.pointer, 1, o.pointer, n, lower: 0, upper: .infinity)
+            f32_binary_row(.add, a.pointer, 1, b.pointer, 1, o.pointer, n, lower: 0, upper: .infinity)
             assertClose(o.array, zip(a.array, b.array).map { max(0, $0 + $1) })
         }
     }

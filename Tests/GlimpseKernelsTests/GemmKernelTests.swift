@@ -2,7 +2,7 @@ import GlimpseKernels
 import GlimpseTestSupport
 import XCTest
 
-/// gemm_f32_6x32_avx512 through GemmDriver against the scalar reference, sweeping shapes with
+/// f32_gemm_6x32_avx512 through GemmDriver against the scalar reference, sweeping shapes with
 /// row/column/K tails and every epilogue feature.
 final class GemmKernelTests: XCTestCase {
     /// `unpackA` inverts `packA`, across row tails and K blocks.
@@ -31,7 +31,7 @@ final class GemmKernelTests: XCTestCase {
         let c = AlignedBuffer([Float](repeating: .nan, count: m * n)), ref = AlignedBuffer(m * n)
         GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: RowMajorB(base: b.pointer, rowStride: n),
                        c: c.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
-        gemm_f32_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
+        f32_gemm_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
         assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) n=\(n) k=\(k)", file: file, line: line)
 
         // Same with B pre-packed (the weights path of Gemm/MatMul).
@@ -94,9 +94,9 @@ final class GemmKernelTests: XCTestCase {
             GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
             let y = AlignedBuffer(m), ref = AlignedBuffer(m)
             let tiles = (m + GemmTile.mr - 1) / GemmTile.mr, split = rng.int(0...tiles)
-            GemvPacked.run(m: m, k: k, packedA: packedA.pointer, x: x.pointer, y: y.pointer, yStride: 1, epilogue: ep, tiles: 0..<split)
-            GemvPacked.run(m: m, k: k, packedA: packedA.pointer, x: x.pointer, y: y.pointer, yStride: 1, epilogue: ep, tiles: split..<tiles)
-            gemm_f32_reference(m: m, n: 1, k: k, a: a.pointer, lda: k, b: x.pointer, ldb: 1, c: ref.pointer, ldc: 1, epilogue: ep)
+            f32_gemv_packed_a.run(m: m, k: k, packedA: packedA.pointer, x: x.pointer, y: y.pointer, yStride: 1, epilogue: ep, tiles: 0..<split)
+            f32_gemv_packed_a.run(m: m, k: k, packedA: packedA.pointer, x: x.pointer, y: y.pointer, yStride: 1, epilogue: ep, tiles: split..<tiles)
+            f32_gemm_reference(m: m, n: 1, k: k, a: a.pointer, lda: k, b: x.pointer, ldb: 1, c: ref.pointer, ldc: 1, epilogue: ep)
             assertClose(y.array, ref.array, tolerance: 1e-5, "m=\(m) k=\(k)")
         }
     }
@@ -118,9 +118,9 @@ final class GemmKernelTests: XCTestCase {
             for j in n..<(n + 32) { y.pointer[j] = 99 }
             let panels = GemmDriver.panelCount(n: n), cut = rng.int(0...panels)
             for range in [0..<cut, cut..<panels] {
-                GemvRowPacked.run(k: k, n: n, x: x.pointer, packedB: packedB.pointer, y: y.pointer, epilogue: ep, panels: range)
+                f32_gemv_packed_b_4x32.run(k: k, n: n, x: x.pointer, packedB: packedB.pointer, y: y.pointer, epilogue: ep, panels: range)
             }
-            gemm_f32_reference(m: 1, n: n, k: k, a: x.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
+            f32_gemm_reference(m: 1, n: n, k: k, a: x.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
             assertClose(Array(y.array[0..<n]), ref.array, tolerance: 1e-5, "n=\(n) k=\(k)")
             XCTAssertTrue(y.array[n...].allSatisfy { $0 == 99 }, "nothing written past column \(n) (n=\(n) k=\(k))")
         }
@@ -178,7 +178,7 @@ final class GemmKernelTests: XCTestCase {
                            imageColumns: hw, imageStride: m * hw)
         }
         for b in 0..<batch {
-            gemm_f32_reference(m: m, n: hw, k: k, a: a.pointer, lda: k, b: x.pointer + b * k * hw, ldb: hw,
+            f32_gemm_reference(m: m, n: hw, k: k, a: a.pointer, lda: k, b: x.pointer + b * k * hw, ldb: hw,
                                c: ref.pointer + b * m * hw, ldc: hw, epilogue: ep.shiftingResidual(by: b * m * hw))
         }
         assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) hw=\(hw) k=\(k) batch=\(batch)", file: file, line: line)
@@ -215,7 +215,7 @@ final class GemmKernelTests: XCTestCase {
                 Gemm49Driver.run(m: m, k: k, packedA: packedA.pointer, b: b.pointer, ldb: ldb, c: c.pointer, ldc: ldc,
                                  epilogue: ep, rowTiles: range)
             }
-            gemm_f32_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: ldb, c: ref.pointer, ldc: n, epilogue: ep)
+            f32_gemm_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: ldb, c: ref.pointer, ldc: n, epilogue: ep)
             let out = c.array
             let columns = (0..<m).flatMap { r in out[(r * ldc)..<(r * ldc + n)] }
             assertClose(columns, ref.array, tolerance: 1e-5, "m=\(m) k=\(k) ldb=\(ldb) ldc=\(ldc)")

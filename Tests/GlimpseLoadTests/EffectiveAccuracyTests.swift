@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseLoad
+import GlimpseTestSupport
 import XCTest
 
 /// `--labels`: labelled images, the expected label of each answer, and effective accuracy (correct
@@ -8,16 +9,12 @@ final class EffectiveAccuracyTests: XCTestCase {
     var root: URL!
 
     override func setUpWithError() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-labels-\(UUID().uuidString)")
+        root = try temporaryFolder("labels").url
         for (label, names) in [("cat", ["b.jpg", "a.jpg", "notes.txt"]), ("dog", ["c.png"])] {
             let dir = root.appendingPathComponent("classes/\(label)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             for name in names { try Data(label.uppercased().utf8).write(to: dir.appendingPathComponent(name)) }
         }
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: root)
     }
 
     func testAFolderOfClassSubfolders() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseLoad
+import GlimpseTestSupport
 import XCTest
 
 /// The client against an HTTP/2 server we did not write (nghttpd, when installed) and against the
@@ -70,9 +71,7 @@ final class H2ClientTests: XCTestCase {
             XCTFail("nghttpd is not installed: scripts/setup.sh --test installs Debian's nghttp2-server")
             return
         }
-        let docs = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: docs, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: docs) }
+        let docs = try temporaryFolder("load").url
         try Data("hello from nghttpd\n".utf8).write(to: docs.appendingPathComponent("index.html"))
         let port = 20000 + Int.random(in: 0..<20000)
         let process = Process()

@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseLoad
+import GlimpseTestSupport
 import XCTest
 
 /// Bounds of the options the command line passes in, and the request bodies they produce.
@@ -80,9 +81,7 @@ final class LoadPlanTests: XCTestCase {
     }
 
     func testImageFolderIsEncodedOnce() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gl-imgs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("imgs").url
         try Data([0xFF, 0xD8, 0xFF]).write(to: dir.appendingPathComponent("a.jpg"))
         try Data([0x89, 0x50]).write(to: dir.appendingPathComponent("b.PNG"))
         try Data("x".utf8).write(to: dir.appendingPathComponent("notes.txt"))

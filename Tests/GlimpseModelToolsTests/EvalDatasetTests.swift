@@ -11,12 +11,7 @@ final class EvalDatasetTests: XCTestCase {
     var dir: URL!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-evaldata-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: dir)
+        dir = try temporaryFolder("evaldata").url
     }
 
     func write(_ relative: String, _ bytes: [UInt8] = Array("not really an image".utf8)) throws {

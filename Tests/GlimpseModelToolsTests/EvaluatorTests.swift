@@ -11,12 +11,7 @@ final class EvaluatorTests: XCTestCase {
     var folder: URL!
 
     override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-eval-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: folder)
+        folder = try temporaryFolder("eval").url
     }
 
     func mnistModel(_ service: InferenceService) throws -> LoadedModel {

@@ -11,6 +11,7 @@ import GlimpseServing
 /// timeouts. Everything runs on 127.0.0.1; nothing is fetched from the network.
 final class ModelPullTests: XCTestCase {
     var server: RangeHTTPServer!
+    /// Where models are pulled to: not there until the puller (or a test) makes it.
     var folder: String!
     var mnist: [UInt8]!
 
@@ -18,12 +19,11 @@ final class ModelPullTests: XCTestCase {
         mnist = try SharedData.bytes("models/mnist-8.onnx")
         server = try RangeHTTPServer()
         server.serve("/mnist-8.onnx", bytes: mnist)
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-pull-\(UUID().uuidString)").path
+        folder = try temporaryFolder("pull").appending("models").path
     }
 
     override func tearDownWithError() throws {
         server.stop()
-        try? FileManager.default.removeItem(atPath: folder)
     }
 
     func entry(_ name: String) throws -> ModelCatalog.Entry {

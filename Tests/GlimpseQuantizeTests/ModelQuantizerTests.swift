@@ -14,17 +14,13 @@ final class ModelQuantizerTests: XCTestCase {
     var workDir: URL!
 
     override func setUpWithError() throws {
-        workDir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-quantize-\(UUID().uuidString)")
+        workDir = try temporaryFolder("quantize").url
         let images = workDir.appendingPathComponent("images")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
         for p in Self.photos {
             try FileManager.default.createSymbolicLink(atPath: images.appendingPathComponent(p).path,
                                                        withDestinationPath: try SharedData.path("images/imagenet/\(p)"))
         }
-    }
-
-    override func tearDownWithError() throws {
-        if let workDir { try? FileManager.default.removeItem(at: workDir) }
     }
 
     /// Quantizes squeezenet1.1, writes it, and compares it with the float32 model on the photos.

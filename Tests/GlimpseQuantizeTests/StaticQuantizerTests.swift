@@ -24,12 +24,7 @@ final class StaticQuantizerTests: XCTestCase {
     var workDir: URL!
 
     override func setUpWithError() throws {
-        workDir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-static-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        if let workDir { try? FileManager.default.removeItem(at: workDir) }
+        workDir = try temporaryFolder("static").url
     }
 
     /// cifar10-large's preprocessing (models/models.json).

@@ -8,8 +8,7 @@ import XCTest
 final class AdminDefaultsTests: XCTestCase {
     /// A folder with only mnist-8, so the server starts in a moment.
     func smallModelFolder() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-admin-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try temporaryFolder("admin").url
         try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("mnist-8.onnx").path,
                                                    withDestinationPath: try SharedData.path("models/mnist-8.onnx"))
         try #"{"preprocessing": "mnist"}"#.write(to: dir.appendingPathComponent("mnist-8.json"), atomically: true, encoding: .utf8)

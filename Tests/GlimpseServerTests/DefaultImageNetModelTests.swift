@@ -59,9 +59,7 @@ final class DefaultImageNetModelTests: XCTestCase {
 
     func testUnknownDefaultModelIsAClearError() throws {
         // Two small families (mnist-8 twice), so the server starts at once and no single family stands in.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-default-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("default").url
         for family in ["digits-a", "digits-b"] {
             try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(family).onnx").path,
                                                        withDestinationPath: try SharedData.path("models/mnist-8.onnx"))

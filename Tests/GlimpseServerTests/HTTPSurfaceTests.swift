@@ -28,9 +28,7 @@ final class HTTPSurfaceTests: XCTestCase {
     }
 
     func tempDir() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-http-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("http").url
         return dir
     }
 

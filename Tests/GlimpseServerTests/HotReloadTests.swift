@@ -8,9 +8,7 @@ import XCTest
 /// corrupt file while the old version keeps serving.
 final class HotReloadTests: XCTestCase {
     func folderWithCopiedMNIST() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-reload-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("reload").url
         try FileManager.default.copyItem(atPath: try SharedData.path("models/mnist-8.onnx"), toPath: dir.appendingPathComponent("mnist-8.onnx").path)
         try #"{"preprocessing": "mnist", "family": "digits", "variant": "mnist-8", "version": "1"}"#
             .write(to: dir.appendingPathComponent("mnist-8.json"), atomically: true, encoding: .utf8)

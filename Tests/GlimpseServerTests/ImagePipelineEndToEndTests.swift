@@ -81,10 +81,7 @@ final class ImagePipelineEndToEndTests: XCTestCase {
     /// its answers are onnxruntime's on every readable JPEG/PNG, close calls included.
     func testFullDecodeAnswersWithTheReferenceProbabilities() throws {
         let model = "shufflenet-v2-qdq"
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-fulldecode-\(getpid())")
-        try? FileManager.default.removeItem(at: dir)
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("fulldecode").url
         try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("\(model).onnx").path,
                                                    withDestinationPath: try SharedData.path("models/\(model).onnx"))
         try #"{"preprocessing": "imagenet"}"#.write(to: dir.appendingPathComponent("\(model).json"), atomically: true, encoding: .utf8)

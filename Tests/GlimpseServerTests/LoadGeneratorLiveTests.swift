@@ -29,9 +29,7 @@ final class LoadGeneratorLiveTests: XCTestCase {
 
     func testClosedLoopSweepWithCSVJSONAndSVG() async throws {
         let server = try await TestServer.shared.value
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-out-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("load-out").url
         let table = try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "mnist-8",
                              "-c", "2", "--concurrency", "2,4", "--duration", "1", "--warmup", "0.3", "--max-requests", "2000",
                              "--csv", dir.appendingPathComponent("r.csv").path, "--json", dir.appendingPathComponent("r.json").path,
@@ -57,9 +55,7 @@ final class LoadGeneratorLiveTests: XCTestCase {
 
     func testOpenLoopPoissonIsBoundedAndAnswered() async throws {
         let server = try await TestServer.shared.value
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-open-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("load-open").url
         let started = Date()
         _ = try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "mnist-8",
                      "--rate", "40", "--poisson", "--duration", "1.5", "--warmup", "0.2", "--max-requests", "500",
@@ -75,9 +71,7 @@ final class LoadGeneratorLiveTests: XCTestCase {
 
     /// glimpse-load (libnghttp2 + OpenSSL) against Glimpse (swift-nio-ssl) over TLS with ALPN h2.
     func testClosedLoopOverTLSAgainstGlimpse() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("load-tls").url
         let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
         _ = try ExternalClient.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                                                         "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",

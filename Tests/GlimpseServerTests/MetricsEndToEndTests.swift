@@ -54,9 +54,7 @@ final class MetricsEndToEndTests: XCTestCase {
         let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder()])
         defer { server.stop() }
         let promPort = try FreePort.pick()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-prom-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("prom").url
         let config = """
         global:
           scrape_interval: 1s

@@ -119,9 +119,7 @@ final class StatusPageTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
             throw TestServerError(description: "\(Self.chromium) is not installed (scripts/setup.sh --test installs Debian's chromium package)")
         }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-chromium-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryFolder("chromium").url
         let domFile = dir.appendingPathComponent("dom.html")
         _ = FileManager.default.createFile(atPath: domFile.path, contents: nil)
         let output = try FileHandle(forWritingTo: domFile)

@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseTestSupport
 import XCTest
 
 @testable import GlimpseServing
@@ -9,12 +10,7 @@ final class EnergyMeterTests: XCTestCase {
     var root: URL!
 
     override func setUpWithError() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-powercap-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: root)
+        root = try temporaryFolder("powercap").url
     }
 
     func domain(_ name: String, energy: UInt64, range: UInt64) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 
 /// A fresh folder under the system's temporary directory, named `glimpse-<prefix>-<uuid>`;
 /// `remove()` deletes it with everything inside.
@@ -14,4 +15,13 @@ public struct TemporaryFolder: Sendable {
     public func appending(_ name: String) -> URL { url.appendingPathComponent(name) }
 
     public func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+extension XCTestCase {
+    /// A fresh temporary folder (`TemporaryFolder`), removed when the current test ends.
+    public func temporaryFolder(_ prefix: String) throws -> TemporaryFolder {
+        let folder = try TemporaryFolder(prefix)
+        addTeardownBlock { folder.remove() }
+        return folder
+    }
 }

@@ -72,6 +72,7 @@ public final class Graph {
 
     public func isGraphOutput(_ v: Int) -> Bool { outputs.contains { $0.value == v } }
 
+
     /// A copy whose value, node, input and output lists can be changed without touching this graph.
     /// Operators and constant tensors are shared, not cloned.
     func copy() -> Graph {

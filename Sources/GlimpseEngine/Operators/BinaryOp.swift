@@ -47,9 +47,9 @@ public final class BinaryOp: Operator {
         let fast: BinaryKind? = [.add: .add, .sub: .sub, .mul: .mul, .div: .div, .max: .max, .min: .min][kind]
         @inline(__always) func row(_ o: Int, _ ia: Int, _ sa: Int, _ ib: Int, _ sb: Int, _ n: Int) {
             if let fast {
-                binary_row_f32(fast, pa + ia, sa, pb + ib, sb, po + o, n, lower: act.lower, upper: act.upper)
+                f32_binary_row(fast, pa + ia, sa, pb + ib, sb, po + o, n, lower: act.lower, upper: act.upper)
             } else {
-                binary_f32(kind, pa + ia, sa, pb + ib, sb, po + o, n, act.lower, act.upper)
+                f32_binary(kind, pa + ia, sa, pb + ib, sb, po + o, n, act.lower, act.upper)
             }
         }
         let rows = plan.rowCount
@@ -79,7 +79,7 @@ func Foundation_pow(_ x: Double, _ y: Double) -> Double {
 
 /// One row of a broadcast binary op: `a` and `b` advance by `sa`/`sb` (0 or 1) per element.
 @inline(__always)
-func binary_f32(_ kind: BinaryOp.Kind, _ a: UnsafePointer<Float>, _ sa: Int, _ b: UnsafePointer<Float>, _ sb: Int,
+func f32_binary(_ kind: BinaryOp.Kind, _ a: UnsafePointer<Float>, _ sa: Int, _ b: UnsafePointer<Float>, _ sb: Int,
                 _ o: UnsafeMutablePointer<Float>, _ n: Int, _ lo: Float, _ hi: Float) {
     @inline(__always) func op(_ x: Float, _ y: Float) -> Float {
         switch kind {

@@ -2,18 +2,18 @@ import GlimpseKernels
 
 /// Direct convolution (no im2col matrix), for the shapes where it wins.
 extension ConvKernel {
-    /// Short-reduction "same" convolution (`DirectConv`): 16-pixel blocks of every image spread
+    /// Short-reduction "same" convolution (`f32_conv_8x16_direct`): 16-pixel blocks of every image spread
     /// over the threads, each block computing all output channels from the input planes directly.
     func runDirect(_ pool: ThreadPool, _ weights: UnsafePointer<Float>) {
         let g = geometry
         let m = outPerGroup, n = g.outPixels
-        let blocks = DirectConv.blockCount(g)
+        let blocks = f32_conv_8x16_direct.blockCount(g)
         let total = batch * blocks
         let inImage = g.inChannels * g.inPixels, outImage = m * n
         Self.contiguousRuns(pool, tasks: min(total / 4, threads * Self.tasksPerThread), items: batch,
                             unitsPerItem: blocks) { _, b, part in
             let src = input + b * inImage
-            DirectConv.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
+            f32_conv_8x16_direct.run(input: src, readable: (input - src)..<(input + batch * inImage - src), weights: weights, m: m,
                            geometry: g, output: output + b * outImage,
                            epilogue: epilogue(firstChannel: 0, residualAt: b * outImage, residualStride: n), blocks: part)
         }

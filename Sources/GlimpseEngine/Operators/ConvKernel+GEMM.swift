@@ -6,7 +6,7 @@ extension ConvKernel {
     func runGemm(_ pool: ThreadPool) {
         guard let packed else { return }
         let g = geometry
-        if let direct, group == 1, DirectConv.applies(g) {
+        if let direct, group == 1, f32_conv_8x16_direct.applies(g) {
             runDirect(pool, direct)
             return
         }
@@ -64,7 +64,7 @@ extension ConvKernel {
             } else {
                 // The whole input tensor is readable around this image's planes.
                 let readable = (input - src)..<(input + batch * inImage - src)
-                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colB(input: src, geometry: g, readable: readable),
+                GemmDriver.run(m: m, n: n, k: k, packedA: a, b: Im2colPanelSource(input: src, geometry: g, readable: readable),
                                c: dst, ldc: n, epilogue: epilogue, panels: columns, rowTiles: rows, scratch: scratch)
             }
         }
@@ -149,7 +149,7 @@ extension ConvKernel {
                             unitsPerItem: tiles) { _, i, part in
             let grp = i % group
             let epilogue = epilogue(firstChannel: grp * m, residualAt: i * m, residualStride: 1)
-            GemvPacked.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
+            f32_gemv_packed_a.run(m: m, k: k, packedA: packed + grp * perGroupA, x: input + i * k, y: output + i * m,
                            yStride: 1, epilogue: epilogue, tiles: part)
         }
     }

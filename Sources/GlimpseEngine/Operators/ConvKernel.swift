@@ -15,7 +15,7 @@ struct ConvKernel: Kernel {
     let packed: UnsafePointer<Float>?
     let direct: UnsafePointer<Float>?
     let plain: UnsafePointer<Float>?
-    /// Depthwise weights for `LaneDepthwise`.
+    /// Depthwise weights for `f32_dwconv_16c_lanes`.
     let lanes: UnsafePointer<Float>?
     let bias: UnsafePointer<Float>
     let scale: UnsafePointer<Float>?
@@ -24,12 +24,12 @@ struct ConvKernel: Kernel {
     let scratchPerThread: Int
     let threads: Int
     /// Offsets of the taps in the phase planes, for a convolution that reads its input through
-    /// `PhaseB` (empty otherwise).
+    /// `PhasePlaneSource` (empty otherwise).
     let phaseTaps: [Int]
     let retain: [AnyObject]
 
     /// Whether an ungrouped convolution whose im2col rows are not shifted copies of the input
-    /// (stride 2, an output narrower than the input) reads phase planes (`PhaseB`) instead of an
+    /// (stride 2, an output narrower than the input) reads phase planes (`PhasePlaneSource`) instead of an
     /// im2col matrix. Outputs at least 32 wide always do, with the output's pixels as the GEMM's
     /// columns. Narrower ones compute the flat output (Wq − Wo junk columns per row) and compact
     /// it, which pays where the waste is at most 1/8 (ResNet-50's 14 → 7 layer, 1/7, lost 5 %), the
@@ -40,18 +40,18 @@ struct ConvKernel: Kernel {
     static func readsPhases(_ g: ConvGeometry, depthwise: Bool, group: Int, residual: Bool) -> Bool {
         guard !depthwise, group == 1, !g.isPointwise, !g.isShiftedPlane, g.kernelHeight * g.kernelWidth > 1 else { return false }
         let planes = PhasePlanes(g)
-        if PhaseB.readsDense(planes) { return true }
+        if PhasePlaneSource.readsDense(planes) { return true }
         return !residual && g.patchSize >= 128 && planes.rowStride * 8 <= g.outWidth * 9
     }
 
     /// Floats of workspace after the per-thread scratch that hold what the GEMM's B is packed from:
-    /// the materialized im2col matrix, or the phase planes and the flat output (`PhaseB`); 0 when
+    /// the materialized im2col matrix, or the phase planes and the flat output (`PhasePlaneSource`); 0 when
     /// the convolution packs panels straight from the input (pointwise, shifted-plane, too large).
     static func stagingFloats(_ g: ConvGeometry, depthwise: Bool, group: Int, outPerGroup m: Int, residual: Bool) -> Int {
         if readsPhases(g, depthwise: depthwise, group: group, residual: residual) {
             let planes = PhasePlanes(g)
-            let flat = PhaseB.readsDense(planes) ? 0 : m * g.outHeight * planes.rowStride
-            return g.inChannels * PhaseB.channelStride(planes) + flat
+            let flat = PhasePlaneSource.readsDense(planes) ? 0 : m * g.outHeight * planes.rowStride
+            return g.inChannels * PhasePlaneSource.channelStride(planes) + flat
         }
         let n = g.patchSize * Im2colMatrix.rowStride(g)
         return depthwise || g.isPointwise || g.isShiftedPlane || n > Im2colMatrix.maxFloats ? 0 : n
@@ -118,7 +118,7 @@ struct ConvKernel: Kernel {
         let parts = min(threads, channels)
         pool.parallelFor(parts) { t in
             for c in (channels * t / parts)..<(channels * (t + 1) / parts) {
-                binary_row_f32(.mul, src + c * pixels, 1, inputScale + c, 0, copy + c * pixels, pixels,
+                f32_binary_row(.mul, src + c * pixels, 1, inputScale + c, 0, copy + c * pixels, pixels,
                                lower: -.infinity, upper: .infinity)
             }
         }

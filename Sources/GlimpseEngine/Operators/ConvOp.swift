@@ -17,14 +17,14 @@ public final class ConvOp: Operator {
     /// then the pooled one.
     public var pool: WindowAttributes?
     var packed: TensorStorage?
-    /// Weights in 8-channel blocks: for `DirectConv` (ungrouped convolutions with a short
-    /// reduction), or tap-major for `ShiftedDepthwise` (depthwise convolutions).
+    /// Weights in 8-channel blocks: for `f32_conv_8x16_direct` (ungrouped convolutions with a short
+    /// reduction), or tap-major for `f32_dwconv_8x16_same` (depthwise convolutions).
     var direct: TensorStorage?
     var plainWeights: Tensor?
-    /// Depthwise weights in 16-channel blocks, tap-major, for `LaneDepthwise`.
+    /// Depthwise weights in 16-channel blocks, tap-major, for `f32_dwconv_16c_lanes`.
     var laneWeights: TensorStorage?
-    /// Whether the weights and attributes allow Winograd (`Winograd`): 3×3 at stride 1 with one
-    /// pixel of padding and at least `Winograd.minChannels` input channels. Whether it runs also
+    /// Whether the weights and attributes allow Winograd (`f32_winograd_2x2_3x3`): 3×3 at stride 1 with one
+    /// pixel of padding and at least `f32_winograd_2x2_3x3.minChannels` input channels. Whether it runs also
     /// depends on the plane (`runsWinograd`).
     var winogradEligible = false
     /// The weights' Winograd transforms, packed by the first plan that runs them (1.8 times the
@@ -68,32 +68,32 @@ public final class ConvOp: Operator {
         isDepthwise = inPerGroup == 1 && m == 1
         if isDepthwise {
             plainWeights = w
-            // Small "same" planes run `ShiftedDepthwise`, which reads its weights in 8-channel blocks.
+            // Small "same" planes run `f32_dwconv_8x16_same`, which reads its weights in 8-channel blocks.
             let taps = kernel[0] * kernel[1]
-            let d = TensorStorage(byteCount: ShiftedDepthwise.packedCount(channels: outChannels, taps: taps) * 4)
-            ShiftedDepthwise.pack(w.f32, channels: outChannels, taps: taps, into: d.bytes.assumingMemoryBound(to: Float.self))
+            let d = TensorStorage(byteCount: f32_dwconv_8x16_same.packedCount(channels: outChannels, taps: taps) * 4)
+            f32_dwconv_8x16_same.pack(w.f32, channels: outChannels, taps: taps, into: d.bytes.assumingMemoryBound(to: Float.self))
             direct = d
-            let l = TensorStorage(byteCount: LaneDepthwise.packedCount(channels: outChannels, taps: taps) * 4)
-            LaneDepthwise.pack(w.f32, channels: outChannels, taps: taps, into: l.bytes.assumingMemoryBound(to: Float.self))
+            let l = TensorStorage(byteCount: f32_dwconv_16c_lanes.packedCount(channels: outChannels, taps: taps) * 4)
+            f32_dwconv_16c_lanes.pack(w.f32, channels: outChannels, taps: taps, into: l.bytes.assumingMemoryBound(to: Float.self))
             laneWeights = l
             return
         }
         let k = inPerGroup * kernel[0] * kernel[1]
         let perGroup = GemmPacking.packedACount(m: m, k: k)
-        // 16 floats of slack: the one-column path (`GemvPacked`) reads 2 floats past a tile.
+        // 16 floats of slack: the one-column path (`f32_gemv_packed_a`) reads 2 floats past a tile.
         let storage = TensorStorage(byteCount: (perGroup * group + 16) * 4)
         let dst = storage.bytes.assumingMemoryBound(to: Float.self)
         for g in 0..<group {
             GemmPacking.packA(w.f32 + g * m * k, m: m, k: k, rowStride: k, colStride: 1, into: dst + g * perGroup)
         }
         packed = storage
-        if group == 1 && kernel == [3, 3] && inPerGroup >= Winograd.minChannels && outputScale == nil
+        if group == 1 && kernel == [3, 3] && inPerGroup >= f32_winograd_2x2_3x3.minChannels && outputScale == nil
             && window.strides == [1, 1] && window.dilations == [1, 1] && window.pads == [1, 1, 1, 1] && window.autoPad == .notSet {
             winogradEligible = true
         }
-        if group == 1 && k <= DirectConv.maxPatch {
-            let d = TensorStorage(byteCount: DirectConv.packedCount(m: m, k: k) * 4)
-            DirectConv.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
+        if group == 1 && k <= f32_conv_8x16_direct.maxPatch {
+            let d = TensorStorage(byteCount: f32_conv_8x16_direct.packedCount(m: m, k: k) * 4)
+            f32_conv_8x16_direct.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
             direct = d
         }
     }
@@ -131,10 +131,10 @@ public final class ConvOp: Operator {
     }
 
     /// Whether this convolution runs by Winograd for these inputs: its transformed weights exist, the
-    /// plane fits (`Winograd.applies`), and there is nothing for the plain epilogue to add (no
+    /// plane fits (`f32_winograd_2x2_3x3.applies`), and there is nothing for the plain epilogue to add (no
     /// residual, input scale, fused pool or swish).
     func runsWinograd(_ g: ConvGeometry, _ inputs: [ValueType]) -> Bool {
-        winogradEligible && packed != nil && pool == nil && !activation.swish && Winograd.applies(g)
+        winogradEligible && packed != nil && pool == nil && !activation.swish && f32_winograd_2x2_3x3.applies(g)
             && inputs.dropFirst(3).allSatisfy({ $0 == .absent })
     }
 
@@ -147,14 +147,14 @@ public final class ConvOp: Operator {
             let plain = UnsafeMutablePointer<Float>.allocate(capacity: m * k)
             defer { plain.deallocate() }
             GemmPacking.unpackA(UnsafePointer(packed.bytes.assumingMemoryBound(to: Float.self)), m: m, k: k, into: plain)
-            let u = TensorStorage(byteCount: Winograd.packedWeightCount(cout: m, cin: inPerGroup) * 4)
-            Winograd.packWeights(plain, cout: m, cin: inPerGroup, into: u.bytes.assumingMemoryBound(to: Float.self))
+            let u = TensorStorage(byteCount: f32_winograd_2x2_3x3.packedWeightCount(cout: m, cin: inPerGroup) * 4)
+            f32_winograd_2x2_3x3.packWeights(plain, cout: m, cin: inPerGroup, into: u.bytes.assumingMemoryBound(to: Float.self))
             cached = u
             return u
         }
     }
 
-    /// The residual (input 3): the GEMM and `DirectConv` paths add it in the store of the element it
+    /// The residual (input 3): the GEMM and `f32_conv_8x16_direct` paths add it in the store of the element it
     /// belongs to, after the last K block, so the output can overwrite it where the reduction is a
     /// single block. With several blocks the first ones store partial sums over it before it is
     /// read. Depthwise kernels (a 1 → 1 convolution here) are left out.

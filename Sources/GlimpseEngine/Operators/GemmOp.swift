@@ -98,14 +98,14 @@ public final class GemmOp: Operator {
         let retained = (packedB, biasTensor, scaleTensor)
         let panels = GemmDriver.panelCount(n: n)
         if m == 1 {
-            // One row: a matrix-vector product streaming B (`GemvRowPacked`), A read in place.
+            // One row: a matrix-vector product streaming B (`f32_gemv_packed_b_4x32`), A read in place.
             return ClosureKernel { pool in
                 withExtendedLifetime(retained) {
                     let epilogue = GemmEpilogue(colBias: bias, colScale: scale, roundToInteger: scale != nil,
                                                 lowerBound: act.lower, upperBound: act.upper)
                     let chunks = min(panels, ctx.threads)
                     pool.parallelFor(chunks) { c in
-                        GemvRowPacked.run(k: k, n: n, x: src, packedB: bp, y: dst, epilogue: epilogue,
+                        f32_gemv_packed_b_4x32.run(k: k, n: n, x: src, packedB: bp, y: dst, epilogue: epilogue,
                                           panels: (panels * c / chunks)..<(panels * (c + 1) / chunks))
                     }
                 }

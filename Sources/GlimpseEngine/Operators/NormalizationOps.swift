@@ -93,9 +93,9 @@ public final class ReduceOp: Operator {
             return ClosureKernel { _ in
                 for o in 0..<outCount {
                     switch kind {
-                    case .max: out[o] = reduce_max_f32(src + o * run, count: run)
-                    case .sum: out[o] = reduce_sum_f32(src + o * run, count: run)
-                    case .mean: out[o] = reduce_sum_f32(src + o * run, count: run) / count
+                    case .max: out[o] = f32_reduce_max(src + o * run, count: run)
+                    case .sum: out[o] = f32_reduce_sum(src + o * run, count: run)
+                    case .mean: out[o] = f32_reduce_sum(src + o * run, count: run) / count
                     }
                 }
             }

@@ -47,8 +47,8 @@ public final class PoolOp: Operator {
             return ClosureKernel { pool in
                 pool.parallelFor(slots) { slot in
                     for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
-                        dst[p] = isMax ? reduce_max_f32(src + p * size, count: size)
-                                       : reduce_sum_f32(src + p * size, count: size) / Float(size)
+                        dst[p] = isMax ? f32_reduce_max(src + p * size, count: size)
+                                       : f32_reduce_sum(src + p * size, count: size) / Float(size)
                     }
                 }
             }
@@ -67,7 +67,7 @@ public final class PoolOp: Operator {
                            scratchPerThread per: Int, threads: Int) {
         let tasks = min(planes, threads * 4)
         pool.parallelTasks(tasks) { task, thread in
-            let plane = RowPool(geometry: g, kind: kind, scratch: scratch + thread * per)
+            let plane = f32_pool2d_rows(geometry: g, kind: kind, scratch: scratch + thread * per)
             for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
                 plane.run(input: input + p * g.inPixels, output: output + p * g.outPixels,
                           readable: (-p * g.inPixels)..<((planes - p) * g.inPixels))
@@ -102,8 +102,8 @@ public final class GlobalPoolOp: Operator {
         return ClosureKernel { pool in
             pool.parallelFor(slots) { slot in
                 for p in (planes * slot / slots)..<(planes * (slot + 1) / slots) {
-                    dst[p] = isMax ? reduce_max_f32(src + p * size, count: size)
-                                   : reduce_sum_f32(src + p * size, count: size) / Float(size)
+                    dst[p] = isMax ? f32_reduce_max(src + p * size, count: size)
+                                   : f32_reduce_sum(src + p * size, count: size) / Float(size)
                 }
             }
         }

@@ -10,7 +10,7 @@ import GlimpseKernels
 /// shifted-plane (stride 1, "same") and dense phase-plane (strided, outputs at least 32 wide)
 /// convolutions.
 ///
-/// Whole: the others (short reductions that `DirectConv` computes, grouped and depthwise ones,
+/// Whole: the others (short reductions that `f32_conv_8x16_direct` computes, grouped and depthwise ones,
 /// narrow strided outputs) and small outputs write the whole output into the workspace and pool
 /// it there.
 struct PooledConv {
@@ -41,8 +41,8 @@ struct PooledConv {
         self.threads = threads
         poolScratch = (Pool2D.scratchCount(p) + 15) / 16 * 16
         let phased = ConvKernel.readsPhases(g, depthwise: depthwise, group: group, residual: false)
-        let windowed = g.isPointwise || g.isShiftedPlane || (phased && PhaseB.readsDense(PhasePlanes(g)))
-        banded = windowed && group == 1 && !depthwise && !DirectConv.applies(g) && p.outHeight >= 2
+        let windowed = g.isPointwise || g.isShiftedPlane || (phased && PhasePlaneSource.readsDense(PhasePlanes(g)))
+        banded = windowed && group == 1 && !depthwise && !f32_conv_8x16_direct.applies(g) && p.outHeight >= 2
             && channels * g.outPixels * 4 >= Self.minBandedBytes
         // Pooled rows per band from the byte budget; with fewer images than threads, a multiple of
         // the thread count of bands, so the threads share each image evenly.
@@ -132,7 +132,7 @@ extension ConvKernel {
             let phases = workspace + threads * scratchPerThread
             phaseTaps.withUnsafeBufferPointer { taps in
                 guard let offsets = taps.baseAddress else { return }
-                let b = PhaseB(phases: phases, channelStride: PhaseB.channelStride(planes), tapOffsets: offsets,
+                let b = PhasePlaneSource(phases: phases, channelStride: PhasePlaneSource.channelStride(planes), tapOffsets: offsets,
                                taps: taps.count, planes: planes, flat: false)
                 for image in 0..<batch {
                     fillPhases(pool, planes, input: input + image * inImage, phases: phases)
@@ -154,7 +154,7 @@ extension ConvKernel {
             } else {
                 // The whole input tensor is readable around this image's planes.
                 let readable = (input - src)..<(input + batch * inImage - src)
-                runBand(plan, band, b: Im2colB(input: src, geometry: g, readable: readable), packed: packed, output: dst,
+                runBand(plan, band, b: Im2colPanelSource(input: src, geometry: g, readable: readable), packed: packed, output: dst,
                         staging: buffer, scratch: scratch)
             }
         }
@@ -171,7 +171,7 @@ extension ConvKernel {
                        b: ColumnWindowB(inner: b, offset: convRows.lowerBound * geometry.outWidth), c: staging, ldc: n,
                        epilogue: epilogue(firstChannel: 0, residualAt: 0, residualStride: n),
                        panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch)
-        let pooler = RowPool(geometry: plan.bandGeometry(rows, convRows), kind: .max, scratch: staging + plan.bandFloats)
+        let pooler = f32_pool2d_rows(geometry: plan.bandGeometry(rows, convRows), kind: .max, scratch: staging + plan.bandFloats)
         let first = rows.lowerBound * plan.pool.outWidth
         for c in 0..<m {
             pooler.run(input: staging + c * n, output: output + c * plan.pool.outPixels + first,

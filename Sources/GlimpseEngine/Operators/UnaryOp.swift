@@ -38,7 +38,7 @@ public final class UnaryOp: Operator {
         return ClosureKernel { pool in
             pool.parallelFor(chunks) { c in
                 let lo = n * c / chunks, hi = n * (c + 1) / chunks
-                unary_f32(k, src + lo, dst + lo, count: hi - lo)
+                f32_unary(k, src + lo, dst + lo, count: hi - lo)
             }
         }
     }

@@ -1,6 +1,6 @@
 import GlimpseKernels
 
-/// A convolution run by Winograd F(2×2, 3×3) (`Winograd`), image by image: the padded input and
+/// A convolution run by Winograd F(2×2, 3×3) (`f32_winograd_2x2_3x3`), image by image: the padded input and
 /// its transform V (split by input channels), the 16 GEMMs M_ξ = U_ξ·V_ξ (split by position), and
 /// the output transform with bias and activation (split by output channels).
 struct WinogradConvKernel: Kernel {
@@ -9,7 +9,7 @@ struct WinogradConvKernel: Kernel {
     let batch: Int
     let geometry: ConvGeometry
     let outChannels: Int
-    /// U, packed position by position (`Winograd.packWeights`).
+    /// U, packed position by position (`f32_winograd_2x2_3x3.packWeights`).
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
     let activation: Activation
@@ -28,15 +28,15 @@ struct WinogradConvKernel: Kernel {
 
     /// Offsets of V, M and the GEMM scratch in the workspace (the padded planes come first).
     private static func layout(_ g: ConvGeometry, outChannels: Int) -> (v: Int, m: Int, scratch: Int) {
-        let t = Winograd.Tiles(height: g.outHeight, width: g.outWidth)
+        let t = f32_winograd_2x2_3x3.Tiles(height: g.outHeight, width: g.outWidth)
         let stride = t.stride(bandRows: t.bandRows(cin: g.inChannels, cout: outChannels))
         let padded = (g.inChannels * t.paddedCount + 15) / 16 * 16
-        let v = padded, m = v + Winograd.positions * g.inChannels * stride
-        return (v, m, (m + Winograd.positions * outChannels * stride + 15) / 16 * 16)
+        let v = padded, m = v + f32_winograd_2x2_3x3.positions * g.inChannels * stride
+        return (v, m, (m + f32_winograd_2x2_3x3.positions * outChannels * stride + 15) / 16 * 16)
     }
 
     func run(_ pool: ThreadPool) {
-        let g = geometry, t = Winograd.Tiles(height: g.outHeight, width: g.outWidth)
+        let g = geometry, t = f32_winograd_2x2_3x3.Tiles(height: g.outHeight, width: g.outWidth)
         let cin = g.inChannels, cout = outChannels
         let (vAt, mAt, scratchAt) = Self.layout(g, outChannels: cout)
         let padded = workspace, v = workspace + vAt, m = workspace + mAt
@@ -49,7 +49,7 @@ struct WinogradConvKernel: Kernel {
             let x = input + image * cin * inPlane, y = output + image * cout * outPlane
             pool.parallelFor(inParts) { part in
                 for ci in (cin * part / inParts)..<(cin * (part + 1) / inParts) {
-                    Winograd.pad(x + ci * inPlane, tiles: t, into: padded + ci * t.paddedCount)
+                    f32_winograd_2x2_3x3.pad(x + ci * inPlane, tiles: t, into: padded + ci * t.paddedCount)
                 }
             }
             // Bands of tile rows: V and M of one band stay in L2 from transform to GEMM to transform.
@@ -58,11 +58,11 @@ struct WinogradConvKernel: Kernel {
                 let rows = first..<min(t.rows, first + bandRows), n = rows.count * t.columns
                 pool.parallelFor(inParts) { part in
                     for ci in (cin * part / inParts)..<(cin * (part + 1) / inParts) {
-                        Winograd.transformInput(padded + ci * t.paddedCount, tiles: t, rows: rows, into: v + ci * stride,
+                        f32_winograd_2x2_3x3.transformInput(padded + ci * t.paddedCount, tiles: t, rows: rows, into: v + ci * stride,
                                                 positionStride: cin * stride)
                     }
                 }
-                pool.parallelTasks(Winograd.positions) { xi, thread in
+                pool.parallelTasks(f32_winograd_2x2_3x3.positions) { xi, thread in
                     GemmDriver.run(m: cout, n: n, k: cin, packedA: weights + xi * eachU,
                                    b: RowMajorB(base: v + xi * cin * stride, rowStride: stride),
                                    c: m + xi * cout * stride, ldc: stride, epilogue: .none,
@@ -70,7 +70,7 @@ struct WinogradConvKernel: Kernel {
                 }
                 pool.parallelFor(outParts) { part in
                     for co in (cout * part / outParts)..<(cout * (part + 1) / outParts) {
-                        Winograd.transformOutput(m + co * stride, positionStride: cout * stride, tiles: t, rows: rows,
+                        f32_winograd_2x2_3x3.transformOutput(m + co * stride, positionStride: cout * stride, tiles: t, rows: rows,
                                                  bias: bias[co], lower: activation.lower, upper: activation.upper,
                                                  into: y + co * outPlane)
                     }

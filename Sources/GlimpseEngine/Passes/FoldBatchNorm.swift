@@ -4,17 +4,14 @@ import GlimpseTensor
 /// BatchNorm's per-channel affine form. The BatchNorm node disappears.
 public enum FoldBatchNorm {
     public static func run(_ graph: Graph) throws {
-        let uses = graph.useCounts()
-        let producers = graph.producers()
-        var removed = Set<Int>()
-        for (i, node) in graph.nodes.enumerated() {
-            guard let bn = node.op as? BatchNormOp else { continue }
+        graph.fuse { i, node, state in
+            guard let bn = node.op as? BatchNormOp else { return }
             let x = node.inputs[0]
-            guard let p = producers[x], uses[x] == 1, let conv = graph.nodes[p].op as? ConvOp,
+            guard let p = state.producers[x], state.uses[x] == 1, let conv = graph.nodes[p].op as? ConvOp,
                   conv.activation.isIdentity, graph.nodes[p].inputs.count <= 3,
                   let w = graph.constant(graph.nodes[p].inputs[1]), w.dtype == .float32,
                   let (scale, shift) = try? bn.affine(node.inputs.map { graph.constant($0) }),
-                  scale.count == w.shape[0] else { continue }
+                  scale.count == w.shape[0] else { return }
             let cout = w.shape[0], per = w.count / cout
             let nw = Tensor(shape: w.shape, dtype: .float32)
             for c in 0..<cout { for j in 0..<per { nw.f32[c * per + j] = w.f32[c * per + j] * scale[c] } }
@@ -26,8 +23,7 @@ public enum FoldBatchNorm {
             graph.nodes[p].inputs[1] = wv
             if graph.nodes[p].inputs.count > 2 { graph.nodes[p].inputs[2] = bv } else { graph.nodes[p].inputs.append(bv) }
             graph.nodes[p].outputs = [node.outputs[0]]
-            removed.insert(i)
+            state.removed.insert(i)
         }
-        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
     }
 }

@@ -1,40 +1,16 @@
 /// Mul(x, Sigmoid(x)) → Swish(x) (EfficientNet's SiLU), one vectorized pass instead of two.
 public enum FuseSwish {
     public static func run(_ graph: Graph) {
-        let uses = graph.useCounts()
-        let producers = graph.producers()
-        var removed = Set<Int>()
-        for (i, node) in graph.nodes.enumerated() {
-            guard let mul = node.op as? BinaryOp, mul.kind == .mul, node.inputs.count == 2 else { continue }
+        graph.fuse { i, node, state in
+            guard let mul = node.op as? BinaryOp, mul.kind == .mul, node.inputs.count == 2 else { return }
             for (x, s) in [(node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])] {
-                guard let p = producers[s], !removed.contains(p), uses[s] == 1,
+                guard let p = state.producers[s], !state.removed.contains(p), state.uses[s] == 1,
                       let sig = graph.nodes[p].op as? UnaryOp, sig.kind == .sigmoid,
                       graph.nodes[p].inputs.first == x else { continue }
                 graph.nodes[i] = Graph.Node(op: UnaryOp(opType: "Swish", kind: .swish), inputs: [x], outputs: node.outputs, name: node.name)
-                removed.insert(p)
+                state.removed.insert(p)
                 break
             }
         }
-        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
-    }
-}
-
-/// Conv → Swish: the swish moves into the convolution's store (EfficientNet), saving a pass over
-/// the activation.
-public enum FuseSwishIntoConv {
-    public static func run(_ graph: Graph) {
-        let uses = graph.useCounts()
-        let producers = graph.producers()
-        var removed = Set<Int>()
-        for (i, node) in graph.nodes.enumerated() {
-            guard let act = node.op as? UnaryOp, act.kind == .swish, node.inputs.count == 1 else { continue }
-            let x = node.inputs[0]
-            guard let p = producers[x], !removed.contains(p), uses[x] == 1, !graph.isGraphOutput(x),
-                  let conv = graph.nodes[p].op as? ConvOp, !conv.activation.swish, conv.outputScale == nil else { continue }
-            conv.activation.swish = true
-            graph.nodes[p].outputs = node.outputs
-            removed.insert(i)
-        }
-        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map { $0.element }
     }
 }

@@ -1,5 +1,3 @@
-import GlimpseTensor
-
 /// The load-time pass pipeline that turns an imported graph into a compiled one.
 public enum GraphOptimizer {
     public static func optimize(_ graph: Graph) throws {
@@ -23,40 +21,6 @@ public enum GraphOptimizer {
             } catch let e as EngineError {
                 throw EngineError("\(graph.name): \(node.label): \(e.description)")
             }
-        }
-    }
-}
-
-/// Evaluates nodes whose inputs are all constants, once, at load.
-public enum ConstantFolding {
-    public static func run(_ graph: Graph) throws {
-        var kept: [Graph.Node] = []
-        for node in graph.nodes {
-            let allConst = node.inputs.allSatisfy { $0 == Graph.noValue || graph.isConstant($0) }
-            guard allConst else { kept.append(node); continue }
-            let outs: [Tensor]
-            do {
-                outs = try Evaluator.evaluate(node.op, inputs: node.inputs.map { graph.constant($0) }, label: node.label)
-            } catch let e as EngineError {
-                throw EngineError("\(graph.name): \(node.label): \(e.description)")
-            }
-            for (o, t) in zip(node.outputs, outs) { graph.values[o].constant = t }
-            // Outputs the op did not produce stay unset (and fail at plan time if read).
-        }
-        graph.nodes = kept
-    }
-}
-
-/// Removes nodes none of whose outputs are read.
-public enum DeadNodeElimination {
-    public static func run(_ graph: Graph) {
-        var changed = true
-        while changed {
-            changed = false
-            let uses = graph.useCounts()
-            let before = graph.nodes.count
-            graph.nodes.removeAll { n in n.outputs.allSatisfy { uses[$0] == 0 } }
-            changed = graph.nodes.count != before
         }
     }
 }

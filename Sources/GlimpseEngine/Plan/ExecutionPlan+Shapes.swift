@@ -38,7 +38,7 @@ extension ExecutionPlan {
                 let allConst = zip(node.inputs, consts).allSatisfy { $0.0 == Graph.noValue || $0.1 != nil }
                 let fromTypes = allConst ? nil : node.op.foldFromTypes(inTypes)
                 if allConst || fromTypes != nil {
-                    let outs = try fromTypes ?? Evaluator.evaluate(node.op, inputs: consts, label: node.label)
+                    let outs = try fromTypes ?? OperatorEvaluator.evaluate(node.op, inputs: consts, label: node.label)
                     for (o, t) in zip(node.outputs, outs) {
                         known[o] = t
                         types[o] = ValueType(t.shape.dims, t.dtype)

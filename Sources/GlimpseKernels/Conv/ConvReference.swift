@@ -1,6 +1,6 @@
 /// Scalar reference of a grouped 2-D convolution over one NCHW image.
 /// weights: [Cout, Cin/groups, KH, KW]; `geometry.inChannels` is the channels per group.
-public func conv2d_f32_reference(
+public func f32_conv2d_reference(
     input: UnsafePointer<Float>, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?,
     output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry, groups: Int, outChannelsPerGroup: Int,
     lowerBound: Float = -.infinity, upperBound: Float = .infinity

@@ -11,7 +11,7 @@ public enum Im2colMatrix {
 
     /// Fills rows `rows`, columns `columns` (output pixels; all of them by default) of the matrix,
     /// whose rows are `rowStride(g)` floats apart. `readable` is what may be read around `input`
-    /// (see `Im2colB.readable`; the image's planes by default).
+    /// (see `Im2colPanelSource.readable`; the image's planes by default).
     public static func fill(input: UnsafePointer<Float>, geometry g: ConvGeometry, rows: Range<Int>,
                             columns: Range<Int>? = nil, readable: Range<Int>? = nil, into dst: UnsafeMutablePointer<Float>) {
         let khw = g.kernelHeight * g.kernelWidth

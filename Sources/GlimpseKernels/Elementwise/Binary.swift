@@ -21,7 +21,7 @@ func load16(_ p: UnsafePointer<Float>, _ step: Int, _ i: Int) -> SIMD16<Float> {
 }
 
 /// o[i] = clamp(a[i·sa] ⊕ b[i·sb], lo, hi) for i in 0..<n.
-public func binary_row_f32(_ k: BinaryKind, _ a: UnsafePointer<Float>, _ sa: Int, _ b: UnsafePointer<Float>, _ sb: Int,
+public func f32_binary_row(_ k: BinaryKind, _ a: UnsafePointer<Float>, _ sa: Int, _ b: UnsafePointer<Float>, _ sb: Int,
                            _ o: UnsafeMutablePointer<Float>, _ n: Int, lower: Float, upper: Float) {
     let lo = SIMD16<Float>(repeating: lower), hi = SIMD16<Float>(repeating: upper)
     let clamp = lower != -.infinity || upper != .infinity

@@ -1,6 +1,6 @@
 /// Sum of `count` floats with four SIMD16 accumulators.
 @inlinable
-public func reduce_sum_f32(_ x: UnsafePointer<Float>, count: Int) -> Float {
+public func f32_reduce_sum(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var a0 = SIMD16<Float>(), a1 = SIMD16<Float>()
     var i = 0
     let raw = UnsafeRawPointer(x)
@@ -16,7 +16,7 @@ public func reduce_sum_f32(_ x: UnsafePointer<Float>, count: Int) -> Float {
 
 /// Maximum of `count` floats (−inf when empty).
 @inlinable
-public func reduce_max_f32(_ x: UnsafePointer<Float>, count: Int) -> Float {
+public func f32_reduce_max(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var m = SIMD16<Float>(repeating: -.infinity)
     var i = 0
     let raw = UnsafeRawPointer(x)

@@ -19,13 +19,13 @@ public enum UnaryKind: Sendable, Equatable {
 }
 
 /// Applies `kind` element-wise, SIMD16 over the bulk.
-public func unary_f32(_ kind: UnaryKind, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
+public func f32_unary(_ kind: UnaryKind, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
     switch kind {
-    case .relu: clamp_f32(x, y, count: count, lower: 0, upper: .infinity)
-    case .clip(let lo, let hi): clamp_f32(x, y, count: count, lower: lo, upper: hi)
+    case .relu: f32_clamp(x, y, count: count, lower: 0, upper: .infinity)
+    case .clip(let lo, let hi): f32_clamp(x, y, count: count, lower: lo, upper: hi)
     case .identity: if UnsafePointer(y) != x { y.update(from: x, count: count) }
-    case .sigmoid: sigmoid_f32(x, y, count: count)
-    case .swish: swish_f32(x, y, count: count)
+    case .sigmoid: f32_sigmoid(x, y, count: count)
+    case .swish: f32_swish(x, y, count: count)
     case .hardSigmoid(let a, let b): for i in 0..<count { y[i] = min(max(a * x[i] + b, 0), 1) }
     case .hardSwish: for i in 0..<count { let v = x[i]; y[i] = v * min(max(v / 6 + 0.5, 0), 1) }
     case .tanh: for i in 0..<count { y[i] = Foundation.tanh(x[i]) }
@@ -42,7 +42,7 @@ public func unary_f32(_ kind: UnaryKind, _ x: UnsafePointer<Float>, _ y: UnsafeM
 func sigmoid(_ v: Float) -> Float { 1 / (1 + Foundation.exp(-v)) }
 
 /// y = min(max(x, lower), upper).
-public func clamp_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int, lower: Float, upper: Float) {
+public func f32_clamp(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int, lower: Float, upper: Float) {
     let lo = SIMD16<Float>(repeating: lower), hi = SIMD16<Float>(repeating: upper)
     var i = 0
     while i + 16 <= count {

@@ -59,7 +59,7 @@ public func simdReciprocalPositive(_ d: SIMD16<Float>) -> SIMD16<Float> {
 }
 
 /// y = x·sigmoid(x) (SiLU / swish), SIMD16 with a scalar tail.
-public func swish_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
+public func f32_swish(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
     var i = 0
     while i + 16 <= count {
         let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
@@ -75,7 +75,7 @@ public func swish_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float
 }
 
 /// y = sigmoid(x), SIMD16 with a scalar tail.
-public func sigmoid_f32(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
+public func f32_sigmoid(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
     var i = 0
     while i + 16 <= count {
         let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)

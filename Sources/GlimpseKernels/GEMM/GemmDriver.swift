@@ -76,7 +76,7 @@ public enum GemmDriver {
                                                   epilogue: last ? epilogue.shiftingResidual(by: slot.residualShift + imageStride)
                                                                        .offset(row: m0, col: 0) : nil)
                                 : nil
-                            gemm_f32_6x32_avx512(
+                            f32_gemm_6x32_avx512(
                                 kc: kc, a: a, b: slot.b, c: slot.c + m0 * ldc, ldc: ldc, rows: min(mr, m - m0), cols: slot.columns,
                                 accumulate: k0 > 0,
                                 epilogue: last ? epilogue.shiftingResidual(by: slot.residualShift).offset(row: m0, col: slot.col) : nil,

@@ -1,4 +1,4 @@
-/// Packing of GEMM operands into the layouts `gemm_f32_6x32_avx512` reads.
+/// Packing of GEMM operands into the layouts `f32_gemm_6x32_avx512` reads.
 ///
 /// Packed A: K blocks of `GemmDriver.kBlock` (the last one shorter), each holding its `kc × 6` slice
 /// of every 6-row tile: element (row r, k) of tile `t`, with k in the block starting at `k0`, at

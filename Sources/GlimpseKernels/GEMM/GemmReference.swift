@@ -1,5 +1,5 @@
 /// Scalar reference GEMM: C[m, n] = epilogue(Σ_k A[m, k]·B[k, n]) with row-major A (lda) and B (ldb).
-public func gemm_f32_reference(
+public func f32_gemm_reference(
     m: Int, n: Int, k: Int, a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
     c: UnsafeMutablePointer<Float>, ldc: Int, epilogue: GemmEpilogue = .none
 ) {

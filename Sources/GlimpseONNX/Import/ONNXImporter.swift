@@ -34,18 +34,17 @@ enum ONNXImporter {
             let key = domain.isEmpty ? node.opType : "\(domain):\(node.opType)"
             let opset = Int(model.opsets[domain] ?? Int64(defaultOpset))
             let attrs = NodeAttributes(node: node, model: name, opset: opset)
-            guard let builder = OperatorRegistry.builders[key] else {
-                throw EngineError("\(name): unsupported operator '\(node.opType)'\(domain.isEmpty ? "" : " (domain \(domain))") in node '\(node.name)'")
-            }
-            let op: any Operator
-            if node.opType == "Constant" && domain.isEmpty {
+            if key == "Constant" {
                 // Constant nodes become constants directly.
                 guard let out = node.outputs.first else { throw attrs.error("no output") }
                 guard let t = try constantValue(attrs) else { throw attrs.error("no supported value attribute") }
                 ids[out] = graph.addValue(name: out, constant: t)
                 continue
             }
-            op = try builder(attrs)
+            guard let builder = OperatorRegistry.builders[key] else {
+                throw EngineError("\(name): unsupported operator '\(node.opType)'\(domain.isEmpty ? "" : " (domain \(domain))") in node '\(node.name)'")
+            }
+            let op = try builder(attrs)
             let inputs = try node.inputs.map { n -> Int in
                 if n.isEmpty { return Graph.noValue }
                 guard let v = ids[n] else { throw attrs.error("input '\(n)' is not defined before use") }

@@ -7,13 +7,13 @@ enum RPCMetrics {
     /// Labels stay bounded: method names not in the table are labelled "unknown", and a model name
     /// is used only when it names a loaded model or family. A successful `classify` is labelled with
     /// the family and the variant that served it.
-    static func record(_ call: RPCCallOutcome, known: Set<String>, registry: ModelRegistry) {
+    static func record(_ call: RPCCallOutcome, known: Set<String>, registry: ModelRegistry, into metrics: MetricHandles) {
         let method = call.method.isEmpty ? "invalid" : (known.contains(call.method) ? call.method : "unknown")
         var model = "", variant = ""
         if (call.method == "classify" || call.method == "v2.infer") && call.error?.code != RPCError.invalidRequestCode {
             (model, variant) = labels(call, registry: registry)
         }
-        RequestMetrics.record(method: method, model: model, variant: variant, outcome: call.error == nil ? "ok" : "error",
+        metrics.recordRequest(method: method, model: model, variant: variant, outcome: call.error == nil ? "ok" : "error",
                               reason: call.error.map(GlimpseMethods.reasonLabel) ?? "")
     }
 

@@ -21,8 +21,9 @@ final class BatchQueue: @unchecked Sendable {
     private var nextID: UInt64 = 0
     private var stopping = false
     private let onBatch: @Sendable (BatchCost) -> Void
+    let metrics: ServingMetrics
 
-    init(model: any BatchModel, configuration: BatchScheduler.Configuration, workers: Int,
+    init(model: any BatchModel, configuration: BatchScheduler.Configuration, workers: Int, metrics: ServingMetrics = .none,
          onBatch: @escaping @Sendable (BatchCost) -> Void = { _ in }) throws {
         guard let spec = model.inputs.first else { throw EngineError("model \(model.name) has no inputs") }
         self.model = model
@@ -33,6 +34,7 @@ final class BatchQueue: @unchecked Sendable {
         if spec.shape.first != -1 { config.maxBatchSize = 1; config.allowedBatchSizes = nil }
         self.scheduler = BatchScheduler(configuration: config, workers: workers)
         self.onBatch = onBatch
+        self.metrics = metrics
         for i in 0..<max(1, workers) {
             let thread = Thread { [self] in self.workLoop() }
             thread.name = "glimpse-batch-\(model.name)-\(i)"
@@ -261,7 +263,7 @@ final class BatchQueue: @unchecked Sendable {
                 return
             }
             let now = monotonicNanos()
-            defer { ServingMetrics.queueDepth(model: model.name, scheduler.queueLength) }
+            defer { metrics.queueDepth(model: model.name, scheduler.queueLength) }
             nextID += 1
             let id = nextID
             switch scheduler.enqueue(id: id, now: now, deadline: deadline) {
@@ -312,7 +314,7 @@ final class BatchQueue: @unchecked Sendable {
                 let depth = scheduler.queueLength
                 let parallel = scheduler.dispatchMayUseAllThreads()
                 condition.unlock()
-                ServingMetrics.queueDepth(model: model.name, depth)
+                metrics.queueDepth(model: model.name, depth)
                 let start = monotonicNanos()
                 let cost = run(batch, startedAt: start, parallel: parallel)
                 let took = monotonicNanos() - start

@@ -7,9 +7,12 @@ public final class ProcessSampler: @unchecked Sendable {
     private let lock = NSLock()
     private var lastCPU: UInt64 = 0
     private var lastJoules: Double = 0
+    private let metrics: MetricHandles
 
-    public init(energy: EnergyMeter) {
+    /// `metrics` defaults to the backend `MetricsSystem` was bootstrapped with, else none.
+    public init(energy: EnergyMeter, metrics: MetricHandles = MetricHandles(factory: MetricsSystem.factory)) {
         self.energy = energy
+        self.metrics = metrics
     }
 
     public func sample() {
@@ -17,20 +20,20 @@ public final class ProcessSampler: @unchecked Sendable {
         defer { lock.unlock() }
         let source = energy.source.rawValue
         if let rss = ProcessSampler.residentBytes() {
-            Gauge(label: GlimpseMetrics.residentBytes).record(rss)
+            metrics.gauge(GlimpseMetrics.residentBytes, []).record(rss)
         }
         let cpu = CPUClock.process()
         if cpu > lastCPU {
-            FloatingPointCounter(label: GlimpseMetrics.cpuSeconds).increment(by: Double(cpu - lastCPU) / 1e9)
+            metrics.floatingPointCounter(GlimpseMetrics.cpuSeconds, []).increment(by: Double(cpu - lastCPU) / 1e9)
             lastCPU = cpu
         }
         let (joules, watts) = energy.sample()
         if joules > lastJoules {
-            FloatingPointCounter(label: GlimpseMetrics.energyJoules, dimensions: [("source", source)]).increment(by: joules - lastJoules)
+            metrics.floatingPointCounter(GlimpseMetrics.energyJoules, [("source", source)]).increment(by: joules - lastJoules)
             lastJoules = joules
         }
-        Gauge(label: GlimpseMetrics.powerWatts, dimensions: [("source", source)]).record(watts)
-        Gauge(label: GlimpseMetrics.wattsPerCore, dimensions: [("source", source)]).record(energy.wattsPerCore)
+        metrics.gauge(GlimpseMetrics.powerWatts, [("source", source)]).record(watts)
+        metrics.gauge(GlimpseMetrics.wattsPerCore, [("source", source)]).record(energy.wattsPerCore)
     }
 
     /// Resident set size from /proc/self/statm.

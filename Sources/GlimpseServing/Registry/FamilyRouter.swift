@@ -30,11 +30,14 @@ final class FamilyRouter: @unchecked Sendable {
     let policy: VariantSelector.Policy
     let selection: SelectionMode
     let splitPolicy: VariantSplit.Policy
+    let metrics: ServingMetrics
 
-    init(policy: VariantSelector.Policy = .init(), selection: SelectionMode = .split, splitPolicy: VariantSplit.Policy = .init()) {
+    init(policy: VariantSelector.Policy = .init(), selection: SelectionMode = .split, splitPolicy: VariantSplit.Policy = .init(),
+         metrics: ServingMetrics = .none) {
         self.policy = policy
         self.selection = selection
         self.splitPolicy = splitPolicy
+        self.metrics = metrics
     }
 
     struct Route {
@@ -100,7 +103,7 @@ final class FamilyRouter: @unchecked Sendable {
             splits[family] = choice.state
             splitInputs[family] = split
             if choice.state.shares != previous.shares {
-                for s in choice.state.shares { ServingMetrics.splitShare(family: family, variant: s.name, share: s.share) }
+                for s in choice.state.shares { metrics.splitShare(family: family, variant: s.name, share: s.share) }
             }
             return Route(model: model, reason: choice.reason.rawValue)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseJSON
 
 /// A JSON value that keeps what a hand-kept or tool-written file needs to survive an edit: the order
 /// of object members and the exact text of every number. `pythonText()` writes it the way Python's
@@ -57,128 +58,23 @@ public enum ManifestJSON: Equatable, Sendable {
 
     // MARK: Reading
 
+    /// Parses with the package's one JSON lexer and parser (strict RFC 8259), keeping member order
+    /// and number texts.
     public static func parse(_ data: Data) throws -> ManifestJSON {
-        var reader = Reader(bytes: [UInt8](data))
-        reader.skipSpace()
-        let value = try reader.value(depth: 0)
-        reader.skipSpace()
-        guard reader.index == reader.bytes.count else { throw reader.error("unexpected data after the JSON value") }
-        return value
+        do {
+            return try JSONReader.parse([UInt8](data), builder: Builder())
+        } catch let e as JSONParseError {
+            throw MetadataError("JSON: \(e.message) at byte \(e.offset)")
+        }
     }
 
-    struct Reader {
-        let bytes: [UInt8]
-        var index = 0
-
-        func error(_ what: String) -> MetadataError { MetadataError("JSON: \(what) at byte \(index)") }
-
-        var byte: UInt8? { index < bytes.count ? bytes[index] : nil }
-
-        mutating func skipSpace() {
-            while let b = byte, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 { index += 1 }
-        }
-
-        mutating func expect(_ c: UInt8) throws {
-            guard byte == c else { throw error("expected '\(Character(Unicode.Scalar(c)))'") }
-            index += 1
-        }
-
-        mutating func value(depth: Int) throws -> ManifestJSON {
-            guard depth < 64 else { throw error("nesting too deep") }
-            switch byte {
-            case UInt8(ascii: "{"):
-                index += 1
-                var members: [(key: String, value: ManifestJSON)] = []
-                skipSpace()
-                if byte == UInt8(ascii: "}") { index += 1; return .object(members) }
-                while true {
-                    skipSpace()
-                    let key = try string()
-                    skipSpace()
-                    try expect(UInt8(ascii: ":"))
-                    skipSpace()
-                    members.append((key, try value(depth: depth + 1)))
-                    skipSpace()
-                    if byte == UInt8(ascii: ",") { index += 1; continue }
-                    try expect(UInt8(ascii: "}"))
-                    return .object(members)
-                }
-            case UInt8(ascii: "["):
-                index += 1
-                var items: [ManifestJSON] = []
-                skipSpace()
-                if byte == UInt8(ascii: "]") { index += 1; return .array(items) }
-                while true {
-                    skipSpace()
-                    items.append(try value(depth: depth + 1))
-                    skipSpace()
-                    if byte == UInt8(ascii: ",") { index += 1; continue }
-                    try expect(UInt8(ascii: "]"))
-                    return .array(items)
-                }
-            case UInt8(ascii: "\""):
-                return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
-            case .some(let b) where b == UInt8(ascii: "-") || (b >= 0x30 && b <= 0x39):
-                let start = index
-                while let c = byte, (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: "-") || c == UInt8(ascii: "+")
-                        || c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") { index += 1 }
-                let text = String(decoding: bytes[start..<index], as: UTF8.self)
-                guard Double(text) != nil else { throw error("bad number \(text)") }
-                return .number(text)
-            default:
-                throw error("unexpected character")
-            }
-        }
-
-        mutating func literal(_ word: String) throws {
-            for c in word.utf8 { try expect(c) }
-        }
-
-        mutating func string() throws -> String {
-            try expect(UInt8(ascii: "\""))
-            var units: [UInt16] = []
-            var raw: [UInt8] = []
-            func flushRaw() {
-                if !raw.isEmpty { units.append(contentsOf: String(decoding: raw, as: UTF8.self).utf16); raw.removeAll() }
-            }
-            while true {
-                guard let b = byte else { throw error("unterminated string") }
-                index += 1
-                switch b {
-                case UInt8(ascii: "\""):
-                    flushRaw()
-                    return String(decoding: units, as: UTF16.self)
-                case UInt8(ascii: "\\"):
-                    flushRaw()
-                    guard let e = byte else { throw error("unterminated escape") }
-                    index += 1
-                    switch e {
-                    case UInt8(ascii: "\""): units.append(0x22)
-                    case UInt8(ascii: "\\"): units.append(0x5C)
-                    case UInt8(ascii: "/"): units.append(0x2F)
-                    case UInt8(ascii: "b"): units.append(0x08)
-                    case UInt8(ascii: "f"): units.append(0x0C)
-                    case UInt8(ascii: "n"): units.append(0x0A)
-                    case UInt8(ascii: "r"): units.append(0x0D)
-                    case UInt8(ascii: "t"): units.append(0x09)
-                    case UInt8(ascii: "u"):
-                        guard index + 4 <= bytes.count, let u = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
-                            throw error("bad \\u escape")
-                        }
-                        index += 4
-                        units.append(u)
-                    default: throw error("bad escape")
-                    }
-                case 0..<0x20:
-                    throw error("control character in a string")
-                default:
-                    raw.append(b)
-                }
-            }
-        }
+    struct Builder: JSONTreeBuilder {
+        func null() -> ManifestJSON { .null }
+        func bool(_ value: Bool) -> ManifestJSON { .bool(value) }
+        func number(_ text: String, isInteger: Bool) -> ManifestJSON? { .number(text) }
+        func string(_ value: String) -> ManifestJSON { .string(value) }
+        func array(_ items: [ManifestJSON]) -> ManifestJSON { .array(items) }
+        func object(_ members: [(key: String, value: ManifestJSON)]) -> ManifestJSON { .object(members) }
     }
 
     // MARK: Writing

@@ -9,10 +9,12 @@ public final class ModelRegistry: @unchecked Sendable {
     private var models: [String: LoadedModel] = [:]
     let configuration: ServingConfiguration
     let logger: Logger
+    let metrics: ServingMetrics
 
-    init(configuration: ServingConfiguration, logger: Logger) {
+    init(configuration: ServingConfiguration, logger: Logger, metrics: ServingMetrics) {
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
     }
 
     public var all: [LoadedModel] {
@@ -32,10 +34,10 @@ public final class ModelRegistry: @unchecked Sendable {
     public func load(_ metadata: ModelMetadata, directory: String) throws -> LoadedModel {
         do {
             let loaded = try loadUnrecorded(metadata, directory: directory)
-            ServingMetrics.modelLoad(model: metadata.name, outcome: "loaded")
+            metrics.modelLoad(model: metadata.name, outcome: "loaded")
             return loaded
         } catch {
-            ServingMetrics.modelLoad(model: metadata.name, outcome: "failed")
+            metrics.modelLoad(model: metadata.name, outcome: "failed")
             throw error
         }
     }
@@ -55,8 +57,10 @@ public final class ModelRegistry: @unchecked Sendable {
         let labels = LabelLoader.load(metadata: metadata, directory: directory, classes: classes)
         let name = metadata.name
         let variant = metadata.variant
-        let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel) { cost in
-            ServingMetrics.recordBatch(model: name, variant: variant, size: cost.size, nanos: cost.wallNanos, oldestWaitNanos: cost.oldestWaitNanos)
+        let metrics = self.metrics
+        let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel,
+                                   metrics: metrics) { cost in
+            metrics.recordBatch(model: name, variant: variant, size: cost.size, nanos: cost.wallNanos, oldestWaitNanos: cost.oldestWaitNanos)
         }
         // A new version serves only once it has run: warm-up and latency calibration happen here,
         // while the old version (if any) keeps serving.
@@ -126,7 +130,7 @@ public final class ModelRegistry: @unchecked Sendable {
         lock.lock()
         let old = models.removeValue(forKey: name)
         lock.unlock()
-        if old != nil { ServingMetrics.modelLoad(model: name, outcome: "unloaded") }
+        if old != nil { metrics.modelLoad(model: name, outcome: "unloaded") }
         guard let old else { return false }
         old.queue.close(failingWaiting: .modelUnavailable("model \(name) was unloaded while the request waited"))
         HeapPolicy.trimWhenReleased(old)

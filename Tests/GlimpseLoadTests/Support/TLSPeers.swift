@@ -9,14 +9,15 @@ import Glibc
 /// made with the `openssl` CLI, `nghttpd` serving h2 over TLS, and `openssl s_server -www` (TLS without
 /// ALPN, so no h2). A missing tool is an error that names the package to install, never a skip.
 final class TLSPeers {
-    let directory: URL
+    let temporary: TemporaryFolder
+    var directory: URL { temporary.url }
     /// The document root nghttpd serves: `index.html` ("hello over tls\n") and `big.bin` (3 MB).
     let docs: URL
     private var processes: [Process] = []
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-tls-\(UUID().uuidString)")
-        docs = directory.appendingPathComponent("docs")
+        temporary = try TemporaryFolder("tls")
+        docs = temporary.appending("docs")
         try FileManager.default.createDirectory(at: docs, withIntermediateDirectories: true)
         try Data("hello over tls\n".utf8).write(to: docs.appendingPathComponent("index.html"))
         try Data(TLSPeers.bigBody).write(to: docs.appendingPathComponent("big.bin"))
@@ -31,7 +32,7 @@ final class TLSPeers {
             process.terminate()
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(at: directory)
+        temporary.remove()
     }
 
     /// A self-signed P-256 certificate whose subjectAltName is `altNames` (e.g. "DNS:localhost,IP:127.0.0.1").

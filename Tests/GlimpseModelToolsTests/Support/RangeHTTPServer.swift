@@ -1,13 +1,12 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import Hummingbird
+import Logging
 
-/// A tiny HTTP/1.1 file server on 127.0.0.1 for download tests. It honours `Range: bytes=N-`
-/// (206 / 416), can redirect, and can misbehave on purpose: corrupt the bytes it sends, or close
-/// the connection after a number of body bytes. One thread per connection; `Connection: close`.
+/// A small Hummingbird app on 127.0.0.1 serving files for download tests. It honours `Range:
+/// bytes=N-` (206 / 416), can redirect, and can misbehave on purpose: corrupt the bytes it sends,
+/// or close the connection after a number of body bytes.
 final class RangeHTTPServer: @unchecked Sendable {
-    enum Behaviour {
+    enum Behaviour: Sendable {
         case normal
         /// Flip one byte in the middle of every body.
         case corrupt
@@ -19,142 +18,108 @@ final class RangeHTTPServer: @unchecked Sendable {
         case stall(seconds: Double)
     }
 
-    struct Request {
+    struct Request: Sendable {
         var path: String
         var range: String?
     }
+
+    /// Thrown by a body writer to end the connection mid-body.
+    private struct CutShort: Error {}
 
     private let lock = NSLock()
     private var files: [String: [UInt8]] = [:]
     private var redirects: [String: String] = [:]
     private var _behaviour: Behaviour = .normal
     private var _requests: [Request] = []
-    private let listener: Int32
-    let port: Int
+    private var task: Task<Void, any Error>?
+    private(set) var port = 0
 
     var behaviour: Behaviour {
-        get { lock.locked { _behaviour } }
-        set { lock.locked { _behaviour = newValue } }
+        get { locked { _behaviour } }
+        set { locked { _behaviour = newValue } }
     }
 
-    var requests: [Request] { lock.locked { _requests } }
+    var requests: [Request] { locked { _requests } }
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
+    /// Starts the app on a free port and returns once it listens.
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ServerError("socket failed") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let router = Router()
+        router.get("**") { [self] request, _ in
+            respond(path: request.uri.path, range: request.headers[.range])
         }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw ServerError("bind/listen failed")
+        var logger = Logger(label: "range-http-server")
+        logger.logLevel = .critical
+        let listening = DispatchSemaphore(value: 0)
+        let bound = LockedPort()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                bound.set(channel.localAddress?.port ?? 0)
+                listening.signal()
+            },
+            logger: logger)
+        task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        guard listening.wait(timeout: .now() + 30) == .success, bound.value > 0 else {
+            task?.cancel()
+            throw ServerError("the test HTTP server did not start")
         }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: addr.sin_port))
-        let thread = Thread { [weak self] in self?.acceptLoop() }
-        thread.start()
+        port = bound.value
     }
 
-    func serve(_ path: String, bytes: [UInt8]) { lock.locked { files[path] = bytes } }
-    func redirect(_ path: String, to location: String) { lock.locked { redirects[path] = location } }
+    func serve(_ path: String, bytes: [UInt8]) { locked { files[path] = bytes } }
+    func redirect(_ path: String, to location: String) { locked { redirects[path] = location } }
 
-    func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
+    func stop() { task?.cancel() }
 
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            let thread = Thread { [self] in handle(client) }
-            thread.start()
-        }
-    }
-
-    private func handle(_ fd: Int32) {
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var head = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !head.ends(with: [13, 10, 13, 10]) {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 || head.count > 65536 { return }
-            head += buffer[0..<n]
-        }
-        let lines = String(decoding: head, as: UTF8.self).components(separatedBy: "\r\n")
-        let parts = lines[0].split(separator: " ")
-        guard parts.count >= 2 else { return }
-        let path = String(parts[1])
-        var range: String?
-        for line in lines.dropFirst() {
-            if let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "range" {
-                range = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        let (file, location, behaviour): ([UInt8]?, String?, Behaviour) = lock.locked {
+    private func respond(path: String, range: String?) -> Response {
+        let (file, location, behaviour): ([UInt8]?, String?, Behaviour) = locked {
             _requests.append(Request(path: path, range: range))
             return (files[path], redirects[path], _behaviour)
         }
         if let location {
-            send(fd, "HTTP/1.1 302 Found\r\nLocation: \(location)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            return
+            return Response(status: .found, headers: [.location: location])
         }
         guard var body = file else {
-            send(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found")
-            return
+            return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "not found")))
         }
         if case .corrupt = behaviour, !body.isEmpty { body[body.count / 2] ^= 0xFF }
         var start = 0
-        var status = "200 OK"
-        var extra = ""
+        var headers: HTTPFields = [.contentType: "application/octet-stream", .acceptRanges: "bytes"]
+        var status = HTTPResponse.Status.ok
         if let range, range.hasPrefix("bytes="), range.hasSuffix("-"), let n = Int(range.dropFirst(6).dropLast()) {
             if case .ignoreRange = behaviour {
             } else if n >= body.count {
-                send(fd, "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(body.count)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                return
+                return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(body.count)"])
             } else {
                 start = n
-                status = "206 Partial Content"
-                extra = "Content-Range: bytes \(n)-\(body.count - 1)/\(body.count)\r\n"
+                status = .partialContent
+                headers[.contentRange] = "bytes \(n)-\(body.count - 1)/\(body.count)"
             }
         }
         let slice = Array(body[start...])
-        send(fd, "HTTP/1.1 \(status)\r\nContent-Type: application/octet-stream\r\nContent-Length: \(slice.count)\r\n\(extra)Accept-Ranges: bytes\r\nConnection: close\r\n\r\n")
-        if case .stall(let seconds) = behaviour {
-            Thread.sleep(forTimeInterval: seconds)
-            return
+        switch behaviour {
+        case .stall(let seconds):
+            return Response(status: status, headers: headers, body: ResponseBody(contentLength: slice.count) { _ in
+                try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                throw CutShort()
+            })
+        case .cutAfter(let n):
+            return Response(status: status, headers: headers, body: ResponseBody(contentLength: slice.count) { writer in
+                try await writer.write(ByteBuffer(bytes: slice.prefix(n)))
+                throw CutShort()
+            })
+        default:
+            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: slice)))
         }
-        var toSend = slice
-        if case .cutAfter(let n) = behaviour { toSend = Array(slice.prefix(n)) }
-        sendAll(fd, toSend)
     }
 
-    private func send(_ fd: Int32, _ text: String) { sendAll(fd, Array(text.utf8)) }
-
-    private func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
-            offset += n
-        }
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
     }
 
     struct ServerError: Error, CustomStringConvertible {
@@ -163,14 +128,10 @@ final class RangeHTTPServer: @unchecked Sendable {
     }
 }
 
-extension Array where Element == UInt8 {
-    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
-}
-
-extension NSLock {
-    fileprivate func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock()
-        defer { unlock() }
-        return try body()
-    }
+/// The port the app reports once it listens, handed from its task to the initializer.
+private final class LockedPort: @unchecked Sendable {
+    private let lock = NSLock()
+    private var port = 0
+    var value: Int { lock.lock(); defer { lock.unlock() }; return port }
+    func set(_ p: Int) { lock.lock(); port = p; lock.unlock() }
 }

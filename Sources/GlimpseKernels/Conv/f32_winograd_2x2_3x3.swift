@@ -7,7 +7,7 @@
 ///     G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1]   Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]   Aᵀ = [1 1 1 0; 0 1 −1 −1]
 ///
 /// The transforms run 16 tiles of a tile row at a time, one per vector lane.
-public enum Winograd {
+public enum f32_winograd_2x2_3x3 {
     public static let positions = 16
 
     /// Whether a convolution runs this way: 3×3, stride 1, one pixel of padding, no dilation,
@@ -117,8 +117,8 @@ public enum Winograd {
                     let a = p.loadUnaligned(as: SIMD16<Float>.self), b = p.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
                     let c = p.loadUnaligned(fromByteOffset: 8, as: SIMD16<Float>.self)
                     let d = p.loadUnaligned(fromByteOffset: 72, as: SIMD16<Float>.self)
-                    let c0 = RowPool.evenLanes(a, b), c1 = SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)
-                    let c2 = RowPool.evenLanes(c, d), c3 = SIMD16(lowHalf: c.oddHalf, highHalf: d.oddHalf)
+                    let c0 = f32_pool2d_rows.evenLanes(a, b), c1 = SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)
+                    let c2 = f32_pool2d_rows.evenLanes(c, d), c3 = SIMD16(lowHalf: c.oddHalf, highHalf: d.oddHalf)
                     return (c0 - c2, c1 + c2, c2 - c1, c1 - c3)
                 }
                 let r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3)

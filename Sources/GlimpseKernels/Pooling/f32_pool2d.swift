@@ -10,21 +10,21 @@ public enum PoolKind: Sendable {
 }
 
 public enum Pool2D {
-    /// Floats of scratch one `RowPool` needs: the padded row and the per-column divisors.
+    /// Floats of scratch one `f32_pool2d_rows` needs: the padded row and the per-column divisors.
     public static func scratchCount(_ g: ConvGeometry) -> Int {
-        RowPool.rowCount(g) + (g.outWidth + 15) / 16 * 16 + 16
+        f32_pool2d_rows.rowCount(g) + (g.outWidth + 15) / 16 * 16 + 16
     }
 }
 
-/// Pools one plane (convenience over `RowPool`, which keeps its set-up across planes).
-public func pool2d_f32(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
+/// Pools one plane (convenience over `f32_pool2d_rows`, which keeps its set-up across planes).
+public func f32_pool2d(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
                        kind: PoolKind, scratch: UnsafeMutablePointer<Float>) {
-    RowPool(geometry: g, kind: kind, scratch: scratch).run(input: input, output: output)
+    f32_pool2d_rows(geometry: g, kind: kind, scratch: scratch).run(input: input, output: output)
 }
 
 /// Pooling prepared for one geometry and one scratch buffer of `Pool2D.scratchCount(geometry)` floats
 /// (padding of the row and column divisors set once), then run plane after plane.
-public struct RowPool {
+public struct f32_pool2d_rows {
     let g: ConvGeometry
     let isMax: Bool
     let includePad: Bool
@@ -57,7 +57,7 @@ public struct RowPool {
         readsInput = isMax && g.strideW == 2 && g.kernelWidth <= 3 && g.dilationW == 1 && g.padLeft == 0 && g.padTop == 0
             && (g.outWidth - 1) * 2 + g.kernelWidth <= g.inWidth
             && (g.outHeight - 1) * g.strideH + (g.kernelHeight - 1) * g.dilationH < g.inHeight
-        let count = RowPool.rowCount(g)
+        let count = f32_pool2d_rows.rowCount(g)
         colDivisor = scratch + count
         // The padding columns are never rewritten by `run`, which only fills the input's columns.
         let fill: Float = isMax ? -.infinity : 0
@@ -77,7 +77,7 @@ public struct RowPool {
     }
 
     /// Pools the plane at `input` into `output`. `readable` is what may be read around `input` (the
-    /// plane by default; see `Im2colB.readable`).
+    /// plane by default; see `Im2colPanelSource.readable`).
     public func run(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, readable: Range<Int>? = nil) {
         if readsInput {
             runStride2Max(input: input, output: output, readable: readable ?? 0..<g.inPixels)
@@ -192,9 +192,9 @@ public struct RowPool {
                             d = simdMax(d, p.loadUnaligned(fromByteOffset: 72, as: SIMD16<Float>.self))
                         }
                     }
-                    acc = RowPool.evenLanes(a, b)
+                    acc = f32_pool2d_rows.evenLanes(a, b)
                     if taps >= 2 { acc = simdMax(acc, SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)) }
-                    if taps == 3 { acc = simdMax(acc, RowPool.evenLanes(c, d)) }
+                    if taps == 3 { acc = simdMax(acc, f32_pool2d_rows.evenLanes(c, d)) }
                 } else {
                     acc = SIMD16(repeating: -.infinity)
                     for j in 0..<min(16, g.outWidth &- ow) {
@@ -221,7 +221,7 @@ public struct RowPool {
             let a = p.loadUnaligned(as: SIMD16<Float>.self), b = p.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
             let c = p.loadUnaligned(fromByteOffset: 8, as: SIMD16<Float>.self)
             let d = p.loadUnaligned(fromByteOffset: 72, as: SIMD16<Float>.self)
-            return simdMax(simdMax(RowPool.evenLanes(a, b), SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)), RowPool.evenLanes(c, d))
+            return simdMax(simdMax(f32_pool2d_rows.evenLanes(a, b), SIMD16(lowHalf: a.oddHalf, highHalf: b.oddHalf)), f32_pool2d_rows.evenLanes(c, d))
         }
         let blocks = (g.outWidth &+ 15) / 16
         for oh in 0..<g.outHeight {
@@ -287,14 +287,14 @@ public struct RowPool {
         }
         // Stride 2 (`run` takes larger strides lane by lane).
         let base = row + 2 * ow
-        var acc = RowPool.evenLanes(base)
-        for t in 1..<max(1, taps) { acc = R.combine(acc, RowPool.evenLanes(base + t * dilation)) }
+        var acc = f32_pool2d_rows.evenLanes(base)
+        for t in 1..<max(1, taps) { acc = R.combine(acc, f32_pool2d_rows.evenLanes(base + t * dilation)) }
         return acc
     }
 }
 
 /// Scalar reference pooling over one plane.
-public func pool2d_f32_reference(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
+public func f32_pool2d_reference(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
                                  geometry g: ConvGeometry, kind: PoolKind) {
     for oh in 0..<g.outHeight {
         for ow in 0..<g.outWidth {

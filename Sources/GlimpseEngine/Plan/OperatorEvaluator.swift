@@ -1,7 +1,7 @@
 import GlimpseTensor
 
 /// Runs one operator on known tensors (constant folding at load and plan time).
-enum Evaluator {
+enum OperatorEvaluator {
     static func evaluate(_ op: any Operator, inputs: [Tensor?], label: String) throws -> [Tensor] {
         let types = inputs.map { $0.map { ValueType($0.shape.dims, $0.dtype) } ?? .absent }
         if let folded = op.foldFromTypes(types) { return folded }

@@ -10,7 +10,7 @@
 /// are stored after it (lane by lane at the plane's end), down to `minOutWidth`. Vectors
 /// whose window crosses the left or right edge zero the lanes outside the plane; the few rows whose
 /// window crosses the top or bottom edge are computed one vector at a time, skipping those rows.
-public enum RowDepthwise {
+public enum f32_dwconv_3x3_rows {
     /// Narrower outputs (7×7) waste too many lanes: `DepthwisePlane` is faster there.
     public static let minOutWidth = 8
 
@@ -21,7 +21,7 @@ public enum RowDepthwise {
     }
 
     /// One channel: `input` is its H×W plane and `readable` the offsets from `input` that may be
-    /// read (see `Im2colB.readable`); `weights` its 9 taps, row-major; `output` its OH×OW plane. The
+    /// read (see `Im2colPanelSource.readable`); `weights` its 9 taps, row-major; `output` its OH×OW plane. The
     /// epilogue applies with row 0 and column = output pixel; its `rowBias` is ignored (pass `bias`).
     public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>, bias: Float,
                            geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue e0: GemmEpilogue) {
@@ -355,7 +355,7 @@ public enum RowDepthwise {
     }
 }
 
-extension RowDepthwise.PointwiseStore {
+extension f32_dwconv_3x3_rows.PointwiseStore {
     var rewritable: Bool { true }
 
     @inline(__always)

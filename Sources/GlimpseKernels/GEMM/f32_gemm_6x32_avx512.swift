@@ -11,7 +11,7 @@ public enum GemmTile {
 /// With `split`, tile columns from `split.column` on go to a second destination (the next image
 /// when the batch is folded into N), with their own epilogue.
 @inline(__always)
-public func gemm_f32_6x32_avx512(
+public func f32_gemm_6x32_avx512(
     kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
     c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, cols: Int,
     accumulate: Bool, epilogue: GemmEpilogue?, split: GemmColumnSplit? = nil
@@ -270,7 +270,7 @@ struct GemmRegisterFinish<Scaling: GemmRowScaling> {
     }
 }
 
-/// Where the columns of a register tile from `column` on are stored instead (see `gemm_f32_6x32_avx512`).
+/// Where the columns of a register tile from `column` on are stored instead (see `f32_gemm_6x32_avx512`).
 public struct GemmColumnSplit {
     public var column: Int
     /// Destination of tile element (row 0, column `column`).

@@ -5,7 +5,7 @@
 ///
 /// Each step loads 8 floats at a tile's k-th 6-row group (lanes 6 and 7 belong to the next group
 /// and are ignored), so the packed buffer needs 2 floats of slack past its end.
-public enum GemvPacked {
+public enum f32_gemv_packed_a {
     /// y[m·yStride] = epilogue(Σ_k A[m][k]·x[k]) for the 6-row tiles in `tiles`
     /// (the epilogue sees row m, column 0).
     @inline(__always)
@@ -48,7 +48,7 @@ public enum GemvPacked {
 /// multiply 5 rows of padding; more to the point, with one row the product is bound by reading B
 /// (1280×1000 floats is 5 MB, beyond L2), and one panel at a time is one sequential stream. Here four
 /// panels are read side by side: four streams in flight and eight independent accumulator chains.
-public enum GemvRowPacked {
+public enum f32_gemv_packed_b_4x32 {
     /// y[j] = epilogue(Σ_k x[k]·B[k][j]) (row 0, column j) for the columns of the panels in `panels`.
     public static func run(k: Int, n: Int, x: UnsafePointer<Float>, packedB: UnsafePointer<Float>,
                            y: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue, panels: Range<Int>) {

@@ -11,7 +11,7 @@
 /// `[pixel][16]`, which is transposed back into the channels' planes through the epilogue.
 /// Transposes are 16×16 blocks in registers: four rounds of even/odd lane splits, 64 two-source
 /// permutes per 256 floats.
-public enum LaneDepthwise {
+public enum f32_dwconv_16c_lanes {
     /// Channels per block: the vector's lanes.
     public static let channelBlock = 16
     /// Largest output plane (pixels) this path takes at stride 2 for 3×3 kernels. At 14×14 (192
@@ -20,7 +20,7 @@ public enum LaneDepthwise {
     public static let maxOutPixels = 10 * 10
     /// Largest output plane (pixels) this path takes for kernels of at least 5×5, at stride 1 or 2
     /// (EfficientNet's): there 25 taps per pixel pay for the transposes. At stride 1, 1152 × 7×7,
-    /// 672 × 14×14 and 240 × 28×28 ran 4–11 % faster than `ShiftedDepthwise` (3×3 kernels 15–25 %
+    /// 672 × 14×14 and 240 × 28×28 ran 4–11 % faster than `f32_dwconv_8x16_same` (3×3 kernels 15–25 %
     /// slower, so they stay there); at stride 2, 144 × 56 → 28 ran 20 % faster than the
     /// phase-plane path.
     public static let maxWideKernelOutPixels = 28 * 28

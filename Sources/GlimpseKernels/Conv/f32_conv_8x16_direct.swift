@@ -4,7 +4,7 @@
 /// entering tiles for a few K steps. Here each block of 16 output pixels keeps 8 output channels in
 /// registers and adds every tap of every input channel straight from the shifted input plane: one
 /// masked vector load feeds 8 fused multiply-adds.
-public enum DirectConv {
+public enum f32_conv_8x16_direct {
     /// Output channels per register block.
     public static let channelBlock = 8
     /// Largest Cin·KH·KW this path takes.
@@ -37,7 +37,7 @@ public enum DirectConv {
     public static func blockCount(_ g: ConvGeometry) -> Int { (g.outPixels + 15) / 16 }
 
     /// Output pixel blocks `blocks` of one image, every output channel. `input` is the image
-    /// ([Cin, H, W]); `readable` the offsets from it that may be read (see `Im2colB.readable`).
+    /// ([Cin, H, W]); `readable` the offsets from it that may be read (see `Im2colPanelSource.readable`).
     /// `output` is [m, OH·OW]; the epilogue's row is the output channel, its column the pixel.
     public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>, m: Int,
                            geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue,

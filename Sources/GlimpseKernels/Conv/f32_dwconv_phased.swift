@@ -4,27 +4,27 @@
 /// output through the fused epilogue (bias, requantization, residual, clamp, swish).
 public enum DepthwiseConv {
     /// Floats of scratch one thread needs: one plane's (phase planes, flat output, tap offsets), or
-    /// `ShiftedDepthwise`'s if larger.
+    /// `f32_dwconv_8x16_same`'s if larger.
     public static func scratchCount(_ g: ConvGeometry) -> Int {
         max(PhasePlanes(g).scratchCount + (g.outPixels + 31) / 16 * 16 + 2 * g.kernelHeight * g.kernelWidth + 16,
-            ShiftedDepthwise.scratchCount(g), LaneDepthwise.scratchCount(g))
+            f32_dwconv_8x16_same.scratchCount(g), f32_dwconv_16c_lanes.scratchCount(g))
     }
 }
 
 /// Depthwise convolution of one channel (`g.inChannels` is ignored): out = clamp(bias + Σ w·in).
-public func dwconv_f32_direct(
+public func f32_dwconv_phased(
     input: UnsafePointer<Float>, weights: UnsafePointer<Float>, bias: Float,
     output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
     lowerBound: Float, upperBound: Float, scratch: UnsafeMutablePointer<Float>
 ) {
-    dwconv_f32_direct(input: input, weights: weights, bias: bias, output: output, geometry: g,
+    f32_dwconv_phased(input: input, weights: weights, bias: bias, output: output, geometry: g,
                       epilogue: GemmEpilogue(lowerBound: lowerBound, upperBound: upperBound), scratch: scratch)
 }
 
 /// Depthwise convolution of one channel with a fused epilogue applied as row 0, column = pixel
 /// index (`rowBias` is ignored: pass the bias; `residual`, if any, is this plane's residual).
 /// `scratch` holds `DepthwiseConv.scratchCount(g)` floats and should be 64-byte aligned.
-public func dwconv_f32_direct(
+public func f32_dwconv_phased(
     input: UnsafePointer<Float>, weights: UnsafePointer<Float>, bias: Float,
     output: UnsafeMutablePointer<Float>, geometry g: ConvGeometry,
     epilogue: GemmEpilogue, scratch: UnsafeMutablePointer<Float>

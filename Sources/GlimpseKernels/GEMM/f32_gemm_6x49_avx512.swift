@@ -8,7 +8,7 @@
 /// no packing. `accumulate` adds to C's current contents (for K blocks after the first); `epilogue`
 /// (already offset to this tile) is applied on the last K block only.
 @inline(__always)
-public func gemm_f32_6x49_avx512(
+public func f32_gemm_6x49_avx512(
     kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>, ldb: Int,
     c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, accumulate: Bool, epilogue: GemmEpilogue?
 ) {
@@ -96,7 +96,7 @@ struct Gemm49Finish {
     }
 }
 
-/// GEMM of exactly 49 columns over `gemm_f32_6x49_avx512`: C[M×49] = A[M×K]·B[K×49] with a fused
+/// GEMM of exactly 49 columns over `f32_gemm_6x49_avx512`: C[M×49] = A[M×K]·B[K×49] with a fused
 /// epilogue, A pre-packed (`GemmPacking`), B row-major with rows `ldb` floats apart, read in place.
 /// K blocks run outermost, so a block of B (256 rows, 50 KB) stays in cache while every row tile
 /// of A streams past it once.
@@ -114,7 +114,7 @@ public enum Gemm49Driver {
             let last = k0 &+ kc >= k
             for t in rowTiles {
                 let m0 = t &* mr
-                gemm_f32_6x49_avx512(
+                f32_gemm_6x49_avx512(
                     kc: kc, a: packedA + GemmPacking.aOffset(tile: t, k0: k0, kc: kc, m: m), b: b + k0 &* ldb, ldb: ldb,
                     c: c + m0 &* ldc, ldc: ldc, rows: min(mr, m &- m0), accumulate: k0 > 0,
                     epilogue: last ? epilogue.offset(row: m0, col: 0) : nil)

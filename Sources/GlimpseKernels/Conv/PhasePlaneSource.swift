@@ -12,7 +12,7 @@
 ///
 /// Channel ci's phases start `channelStride` floats after channel ci − 1's; `PhasePlanes`'s slack
 /// keeps every read of a panel (32 columns from any start below Ho·Wq) inside the channel.
-public struct PhaseB: GemmBSource {
+public struct PhasePlaneSource: GemmBSource {
     public let phases: UnsafePointer<Float>
     public let channelStride: Int
     /// Offsets of the KH·KW taps, row-major (`PhasePlanes.tapOffsets`).
@@ -39,7 +39,7 @@ public struct PhaseB: GemmBSource {
         planes.geometry.outWidth >= GemmTile.nr || planes.rowStride == planes.geometry.outWidth
     }
 
-    /// Floats of one channel's phases in the layout `PhaseB` reads.
+    /// Floats of one channel's phases in the layout `PhasePlaneSource` reads.
     public static func channelStride(_ planes: PhasePlanes) -> Int { planes.phaseCount * planes.phaseSize }
 
     /// Writes phase rows `rows` of every channel of one image's phases at `phases` (channel ci at

@@ -1,6 +1,6 @@
 /// GEMM B operand that is the im2col matrix of one NCHW image, packed panel by panel without
 /// materializing the whole matrix. Row k = (ci·KH + kh)·KW + kw, column = oh·OW + ow.
-public struct Im2colB: GemmBSource {
+public struct Im2colPanelSource: GemmBSource {
     public let input: UnsafePointer<Float>
     public let g: ConvGeometry
     /// Offsets from `input` that may be read: whole-vector loads of a shifted plane run past its

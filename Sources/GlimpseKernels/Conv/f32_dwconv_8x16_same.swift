@@ -4,7 +4,7 @@
 /// taps it computes. Here each block of 16 output pixels keeps 8 channels in registers: the
 /// block's tap mask is computed once per tap and serves 8 masked loads and 8 fused multiply-adds
 /// straight from the input planes, with no copy.
-public enum ShiftedDepthwise {
+public enum f32_dwconv_8x16_same {
     /// Channels per register block.
     public static let channelBlock = 8
     /// Largest output plane (pixels) this path takes; larger planes go through `DepthwisePlane`,
@@ -42,7 +42,7 @@ public enum ShiftedDepthwise {
 
     /// Channels `channels` of one image, the 16-pixel blocks `blocks` (every block by default:
     /// `(outPixels + 15) / 16` of them). `input` is the image ([C, H, W]) and
-    /// `readable` the offsets from it that may be read (see `Im2colB.readable`); `weights` is
+    /// `readable` the offsets from it that may be read (see `Im2colPanelSource.readable`); `weights` is
     /// `pack`'s output for all C channels, and `channels` starts at a multiple of 8; `output` the
     /// image's [C, OH·OW]. The epilogue applies with row = channel −
     /// `channels.lowerBound` and column = pixel, and adds the bias. `scratch` holds `scratchCount(g)` floats.
