@@ -87,6 +87,7 @@ let package = Package(
             name: "GlimpseServing",
             dependencies: [
                 "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "GlimpseJSON",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -91,6 +91,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=8)
     p.add_argument("--requests", type=int, default=200000)
+    p.add_argument("--server", default=".build/release/glimpse", help="the glimpse executable to measure")
     a = p.parse_args()
     secs = int(a.seconds)
     work = tempfile.mkdtemp(prefix="glimpse-bench-serving-")
@@ -138,7 +139,7 @@ def main():
 
         port = free_port()
         log = open(os.path.join(work, "serve.log"), "w")
-        server = subprocess.Popen([".build/release/glimpse", "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models],
+        server = subprocess.Popen([a.server, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models],
                                   stdout=log, stderr=subprocess.STDOUT)
         procs.append(server)
         for _ in range(600):

@@ -7,7 +7,10 @@
 #     h2load --h1 -c 16; beside the total CPU per request, the engine's CPU per image (from
 #     glimpse_energy_joules_total / glimpse_energy_watts_per_core) and the rest ("outside the engine").
 #
-#   tools/bench-serving/run.sh [--seconds 8] [--requests 200000] [--no-build]
+#   tools/bench-serving/run.sh [--seconds 8] [--requests 200000] [--no-build] [--server PATH]
+#
+# --server measures another glimpse executable (a copy of an earlier release build) with the same
+# clients.
 #
 # Release build, loopback only; every load step is bounded in requests and time. The server's CPU comes
 # from /proc/PID/stat (user + system) around each step.
@@ -16,11 +19,13 @@ cd "$(dirname "$0")/../.."
 seconds=8
 requests=200000
 build=1
+server=.build/release/glimpse
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --requests) requests=$2; shift 2 ;;
     --no-build) build=0; shift ;;
+    --server) server=$2; shift 2 ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -31,4 +36,4 @@ if [ "$build" = 1 ]; then
   swift build -c release --product glimpse >/dev/null
   swift build -c release --product glimpse-load >/dev/null
 fi
-exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests"
+exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests" --server "$server"

@@ -316,9 +316,12 @@ final class BatchQueue: @unchecked Sendable {
                 condition.unlock()
                 metrics.queueDepth(model: model.name, depth)
                 let start = monotonicNanos()
-                let cost = run(batch, startedAt: start, parallel: parallel)
+                let (cost, results) = run(batch, startedAt: start, parallel: parallel)
                 let took = monotonicNanos() - start
+                // The batch's metrics are recorded before its callers resume, so a caller that reads
+                // them after its answer sees its own batch counted.
                 onBatch(cost)
+                resume(batch, with: results)
                 condition.lock()
                 engineCPU &+= cost.cpuNanos
                 engineBusy &+= took
@@ -350,9 +353,21 @@ final class BatchQueue: @unchecked Sendable {
         }
     }
 
-    private func run(_ batch: [Pending], startedAt: UInt64, parallel: Bool) -> BatchCost {
+    private func resume(_ batch: [Pending], with results: Result<[BatchItemResult], any Error>) {
+        switch results {
+        case .success(let answers):
+            for (item, answer) in zip(batch, answers) { item.continuation.resume(returning: answer) }
+        case .failure(let error):
+            for item in batch { item.continuation.resume(throwing: error) }
+        }
+    }
+
+    /// Runs a batch and returns its cost and each item's answer (in batch order), or the error
+    /// that fails them all. It does not resume the callers.
+    private func run(_ batch: [Pending], startedAt: UInt64, parallel: Bool)
+        -> (BatchCost, Result<[BatchItemResult], any Error>) {
         let oldestWait = batch.map { startedAt - $0.enqueuedAt }.max() ?? 0
-        guard !batch.isEmpty else { return BatchCost(size: 0, wallNanos: 0, cpuNanos: 0, oldestWaitNanos: 0) }
+        guard !batch.isEmpty else { return (BatchCost(size: 0, wallNanos: 0, cpuNanos: 0, oldestWaitNanos: 0), .success([])) }
         // A batch's CPU: its worker thread's, plus the engine threads' when it ran on them. A batch on
         // one thread does not count the engine threads, which another worker's batch may be using.
         let threadStart = CPUClock.thread()
@@ -375,16 +390,15 @@ final class BatchQueue: @unchecked Sendable {
             guard let output = outputs.first, output.shape.rank >= 1, output.shape[0] == n else {
                 throw EngineError("model \(model.name) returned no batch output")
             }
-            for (i, item) in batch.enumerated() {
-                item.continuation.resume(returning: BatchItemResult(
-                    scores: output.item(i).floats(), batchSize: n,
-                    queueNanos: startedAt - item.enqueuedAt, inferenceNanos: inferenceNanos,
-                    cpuNanosPerItem: cpu / UInt64(n)))
+            let answers = batch.enumerated().map { i, item in
+                BatchItemResult(scores: output.item(i).floats(), batchSize: n,
+                                queueNanos: startedAt - item.enqueuedAt, inferenceNanos: inferenceNanos,
+                                cpuNanosPerItem: cpu / UInt64(n))
             }
-            return BatchCost(size: n, wallNanos: inferenceNanos, cpuNanos: cpu, oldestWaitNanos: oldestWait)
+            return (BatchCost(size: n, wallNanos: inferenceNanos, cpuNanos: cpu, oldestWaitNanos: oldestWait), .success(answers))
         } catch {
-            for item in batch { item.continuation.resume(throwing: error) }
-            return BatchCost(size: batch.count, wallNanos: monotonicNanos() - startedAt, cpuNanos: 0, oldestWaitNanos: oldestWait)
+            return (BatchCost(size: batch.count, wallNanos: monotonicNanos() - startedAt, cpuNanos: 0, oldestWaitNanos: oldestWait),
+                    .failure(error))
         }
     }
 }

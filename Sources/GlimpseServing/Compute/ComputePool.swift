@@ -1,93 +1,60 @@
-import Foundation
+import NIOPosix
+import Synchronization
 
-/// A fixed set of OS threads for CPU work (image decoding), so it never runs on NIO event loops
-/// or on the Swift concurrency cooperative pool.
-public final class ComputePool: @unchecked Sendable {
-    private let queue: JobQueue
+/// OS threads for CPU work that must not run on NIO event loops or on the Swift concurrency pool
+/// (image decoding, model compilation): SwiftNIO's `NIOThreadPool`, plus the count of jobs
+/// still waiting for a thread, which admission control reads as the decode backlog.
+///
+/// A job whose task is cancelled before a thread takes it (its client went away) is not run.
+/// Per-job cost against the hand-written condition-variable pool this replaced: see the
+/// README's architecture notes ("Decode pool").
+public final class ComputePool: Sendable {
+    private let pool: NIOThreadPool
+    private let waiting = Atomic<Int>(0)
     public let threadCount: Int
 
     public init(threads: Int, name: String = "glimpse-compute") {
         threadCount = max(1, threads)
-        queue = JobQueue()
-        for i in 0..<threadCount {
-            // Threads hold the queue, not the pool, so the pool can go away while they finish.
-            let queue = self.queue
-            let thread = Thread { queue.workLoop() }
-            thread.name = "\(name)-\(i)"
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
+        pool = NIOThreadPool(numberOfThreads: threadCount)
+        pool._start(threadNamePrefix: "\(name)-")
     }
 
     deinit {
-        queue.stop()
+        pool.shutdownGracefully { _ in }
     }
 
     /// Number of jobs waiting for a thread.
-    public var pendingJobs: Int { queue.pending }
+    public var pendingJobs: Int { waiting.load(ordering: .relaxed) }
 
-    /// Runs `body` on a compute thread and returns its result.
+    /// Runs `body` on a pool thread and returns its result; throws `CancellationError` if the
+    /// task is cancelled before a thread takes the job, or if the pool has been shut down.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            queue.submit {
-                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
-            }
+        waiting.add(1, ordering: .relaxed)
+        let started = StartFlag(self)
+        defer { started.markStarted() }
+        return try await pool.runIfActive {
+            started.markStarted()
+            return try body()
         }
     }
 
-    public func submit(_ job: @escaping () -> Void) {
-        queue.submit(job)
-    }
+    fileprivate func jobLeftQueue() { waiting.subtract(1, ordering: .relaxed) }
 
     /// Lets the threads finish queued jobs and exit.
     public func shutdown() {
-        queue.stop()
+        pool.shutdownGracefully { _ in }
     }
 }
 
-/// The jobs of a `ComputePool`, shared with its threads.
-final class JobQueue: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [() -> Void] = []
-    private var head = 0
-    private var stopping = false
+/// Takes a job off the pool's waiting count exactly once: when a thread starts it, or when the
+/// call ends without it running (cancelled, or the pool was shut down).
+private final class StartFlag: Sendable {
+    private let done = Atomic<Bool>(false)
+    private let pool: ComputePool
 
-    var pending: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return jobs.count - head
-    }
+    init(_ pool: ComputePool) { self.pool = pool }
 
-    func submit(_ job: @escaping () -> Void) {
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    func stop() {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func workLoop() {
-        while true {
-            condition.lock()
-            while head == jobs.count && !stopping { condition.wait() }
-            if head == jobs.count && stopping {
-                condition.unlock()
-                return
-            }
-            let job = jobs[head]
-            head += 1
-            if head > 1024 && head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            condition.unlock()
-            job()
-        }
+    func markStarted() {
+        if !done.exchange(true, ordering: .relaxed) { pool.jobLeftQueue() }
     }
 }
