@@ -26,6 +26,8 @@ final class FamilyRouter: @unchecked Sendable {
     private var traffic: [String: [(variant: String, weight: Int)]] = [:]
     /// Requests routed so far (all families, exact variants included) and the CPU each costs outside the engine.
     private var routed = 0
+    /// The same, by the variant that served them.
+    private var routedByVariant: [String: Int] = [:]
     private var overhead = RequestOverhead(cores: Double(max(1, ProcessInfo.processInfo.activeProcessorCount)))
     let policy: VariantSelector.Policy
     let selection: SelectionMode
@@ -47,6 +49,16 @@ final class FamilyRouter: @unchecked Sendable {
 
     func route(_ requested: String, registry: ModelRegistry, deadlineNanos: UInt64?,
                minAccuracy: Double?, clientID: String?, images: Int = 1, now: UInt64) throws -> Route {
+        let route = try choose(requested, registry: registry, deadlineNanos: deadlineNanos, minAccuracy: minAccuracy,
+                               clientID: clientID, images: images, now: now)
+        lock.lock()
+        routedByVariant[route.model.name, default: 0] += max(1, images)
+        lock.unlock()
+        return route
+    }
+
+    private func choose(_ requested: String, registry: ModelRegistry, deadlineNanos: UInt64?,
+                        minAccuracy: Double?, clientID: String?, images: Int, now: UInt64) throws -> Route {
         if let exact = registry.model(named: requested) {
             lock.lock()
             noteRequest(images: images, registry: registry, now: now)
@@ -89,7 +101,7 @@ final class FamilyRouter: @unchecked Sendable {
             // workers share the cores and stretch them (see `FullBatchCost`). A variant predicted to
             // miss a deadline still passes its request on (`VariantSplit.select`).
             let split = variants.map { v -> VariantSplit.Variant in
-                let cpu = v.queue.engineCPUNanosPerItem.flatMap { overhead.capacity(engineCPUNanosPerItem: $0) }
+                let cpu = v.queue.engineCPUNanosPerItem.flatMap { overhead.capacity(engineCPUNanosPerItem: $0, variant: v.name) }
                 let capacity = (cpu ?? v.queue.aloneCapacityPerSecond).map { smoothedCapacity(v.name, $0, now: now) }
                 return VariantSplit.Variant(name: v.name, accuracy: v.metadata.accuracy, capacityPerSecond: capacity,
                                             predictedNanos: candidates.first { $0.name == v.name }?.predictedNanos)
@@ -138,7 +150,11 @@ final class FamilyRouter: @unchecked Sendable {
         // Engine CPU: the batches', and the engine threads' idle spinning, which is no request's cost.
         let engine = queues.reduce(UInt64(0)) { $0 &+ $1.engineCPUNanos &+ $1.engineThreadsIdleCPUNanos }
         let busy = queues.reduce(UInt64(0)) { $0 &+ $1.engineBusyNanos }
-        overhead.observe(now: now, processCPU: CPUClock.process(), engineCPU: engine, engineBusy: busy, requests: routed)
+        let loaded = Set(registry.all.map(\.name))
+        routedByVariant = routedByVariant.filter { loaded.contains($0.key) }
+        overhead.keepVariants(only: loaded)
+        overhead.observe(now: now, processCPU: CPUClock.process(), engineCPU: engine, engineBusy: busy, requests: routed,
+                         requestsByVariant: routedByVariant)
     }
 
     /// Non-engine CPU nanoseconds per image request, as the split counts it (nil until measured).

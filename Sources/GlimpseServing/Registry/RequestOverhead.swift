@@ -39,7 +39,11 @@ public struct RequestOverhead: Sendable {
     public var recovery: Double = 0.02
     /// Cores the process gets when it wants them all (at most `cores`).
     public private(set) var availableCores: Double
-    private var start: (now: UInt64, process: UInt64, engine: UInt64, busy: UInt64, requests: Int)?
+    /// Each variant's own figure, from windows where the process used the cores it gets.
+    public private(set) var variants = VariantOverhead()
+    /// Share of `availableCores` the process must use in a window for it to count as busy.
+    public var busyShare: Double = 0.85
+    private var start: (now: UInt64, process: UInt64, engine: UInt64, busy: UInt64, requests: Int, byVariant: [String: Int])?
 
     public init(cores: Double, windowNanos: UInt64 = 1_000_000_000, minRequests: Int = 50, weight: Double = 0.5,
                 saturation: Double = 0.9) {
@@ -59,9 +63,11 @@ public struct RequestOverhead: Sendable {
 
     /// Closes the window at `now` with the process's and the engines' CPU clocks, the batch workers'
     /// busy time (wall nanoseconds spent running batches, summed over workers) and the requests
-    /// counted so far (all monotonic totals), and starts the next.
-    public mutating func observe(now: UInt64, processCPU: UInt64, engineCPU: UInt64, engineBusy: UInt64 = 0, requests: Int) {
-        defer { start = (now, processCPU, engineCPU, engineBusy, requests) }
+    /// counted so far, in all and by the variant that served them (all monotonic totals), and starts
+    /// the next.
+    public mutating func observe(now: UInt64, processCPU: UInt64, engineCPU: UInt64, engineBusy: UInt64 = 0, requests: Int,
+                                 requestsByVariant: [String: Int] = [:]) {
+        defer { start = (now, processCPU, engineCPU, engineBusy, requests, requestsByVariant) }
         guard let start, now > start.now, processCPU >= start.process else { return }
         let window = Double(now - start.now)
         let process = Double(processCPU - start.process)
@@ -77,12 +83,25 @@ public struct RequestOverhead: Sendable {
         let perRequest = max(0, process - engine) / Double(requests - start.requests)
         cpuNanosPerRequest = cpuNanosPerRequest.map { $0 + weight * (perRequest - $0) } ?? perRequest
         capacityNanosPerRequest = capacityNanosPerRequest.map { min($0 * (1 + recovery), perRequest) } ?? perRequest
+        if process >= busyShare * availableCores * window {
+            var served: [String: Int] = [:]
+            for (name, count) in requestsByVariant { served[name] = count - (start.byVariant[name] ?? 0) }
+            variants.observe(nonEngineNanos: max(0, process - engine), requests: served, prior: capacityNanosPerRequest ?? perRequest)
+        }
+    }
+
+    /// Forgets the per-variant figures of variants no longer loaded.
+    public mutating func keepVariants(only loaded: Set<String>) {
+        variants.keep(only: loaded)
+        if let s = start { start?.byVariant = s.byVariant.filter { loaded.contains($0.key) } }
     }
 
     /// Items per second a variant serves with the cores the process gets to itself, from its engine
-    /// CPU per item.
-    public func capacity(engineCPUNanosPerItem e: Double) -> Double? {
+    /// CPU per item, and its own figure outside the engine when windows have told it apart from the
+    /// other variants' (else the lowest recent figure of all requests).
+    public func capacity(engineCPUNanosPerItem e: Double, variant: String? = nil) -> Double? {
         guard e > 0 else { return nil }
-        return availableCores * 1e9 / (e + (capacityNanosPerRequest ?? 0))
+        let outside = variant.flatMap { variants.overhead(of: $0) } ?? capacityNanosPerRequest ?? 0
+        return availableCores * 1e9 / (e + outside)
     }
 }
