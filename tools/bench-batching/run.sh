@@ -2,6 +2,7 @@
 # Batching benchmark: throughput and latency vs concurrency for batching off, fixed and adaptive settings,
 # over real HTTP/2 load from glimpse-load (libnghttp2), release builds.
 #   tools/bench-batching/run.sh [seconds-per-point] [concurrency list] [models]
+# BENCH_SERVER=PATH measures another glimpse executable (an earlier release build) with the same client.
 # Needs ../shared (models and images). Prints a table and writes tools/bench-batching/results.csv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,7 +42,7 @@ for model in ${models//,/ }; do
     # dominates; 32 squeezenet1.1 images per call at c >= 16 would pass the in-flight image limit.
     [ -n "$loadflags" ] && [ "$model" != "mnist-8" ] && continue
     port=$((port + 1))
-    .build/release/glimpse serve --host 127.0.0.1 --port $port --models "$work/models" --max-queue 1024 $flags 2>"$work/serve.log" &
+    "${BENCH_SERVER:-.build/release/glimpse}" serve --host 127.0.0.1 --port $port --models "$work/models" --max-queue 1024 $flags 2>"$work/serve.log" &
     pid=$!
     for _ in $(seq 100); do grep -q "listening on" "$work/serve.log" && break; sleep 0.1; done
     for c in ${conc//,/ }; do
