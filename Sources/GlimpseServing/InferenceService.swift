@@ -251,6 +251,8 @@ public final class InferenceService: Sendable {
 
     /// CPU time per request outside the engine, in nanoseconds, as the load split counts it (nil until measured).
     public var requestOverheadNanos: Double? { router.overheadCPUNanosPerRequest }
+    /// Each variant's own CPU per request outside the engine (ns), once told apart (`VariantOverhead`).
+    public var variantOverheadNanos: [String: Double] { router.variantOverheadNanos }
 
     /// Cores the process gets when it wants them all, as the load split counts them.
     public var availableCores: Double { router.availableCores }

@@ -128,6 +128,9 @@ def main():
                     cap_note = f"; capacities {', '.join(f'{k} {v:.0f}/s' for k, v in sorted(caps.items()))}" if caps else ""
                     cores = result.get("available_cores")
                     cores_note = f", {cores:.2f} cores" if isinstance(cores, (int, float)) else ""
+                    own = result.get("request_overhead_by_variant_us") or {}
+                    if own:
+                        cores_note += "; outside the engine " + ", ".join(f"{k} {v:.0f} µs" for k, v in sorted(own.items()))
                     note = f" (server split mid-run: {', '.join(f'{k} {v:.3f}' for k, v in sorted(shares.items()))} at {split['arrival_rate']:.0f}/s{cap_note}{cores_note})"
                 except (KeyError, ValueError, TypeError):
                     pass

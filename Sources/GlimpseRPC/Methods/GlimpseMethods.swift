@@ -86,6 +86,7 @@ public enum GlimpseMethods {
             })),
             "selection": .string(service.configuration.selection.rawValue),
             "request_overhead_us": service.requestOverheadNanos.map { rounded($0 / 1e3) } ?? .null,
+            "request_overhead_by_variant_us": .object(service.variantOverheadNanos.mapValues { rounded($0 / 1e3) }),
             "available_cores": rounded(service.availableCores),
             "split": .object(service.loadSplit.mapValues { split in
                 .object(["arrival_rate": rounded(split.arrivalRate),

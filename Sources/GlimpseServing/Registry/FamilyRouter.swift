@@ -164,6 +164,15 @@ final class FamilyRouter: @unchecked Sendable {
         return overhead.cpuNanosPerRequest
     }
 
+    /// Each variant's own CPU per request outside the engine (ns), where windows have told it apart.
+    var variantOverheadNanos: [String: Double] {
+        lock.lock()
+        defer { lock.unlock() }
+        var out: [String: Double] = [:]
+        for name in overhead.variants.names { out[name] = overhead.variants.overhead(of: name) }
+        return out
+    }
+
     /// Cores the process gets when it wants them all (`RequestOverhead.availableCores`).
     var availableCores: Double {
         lock.lock()
