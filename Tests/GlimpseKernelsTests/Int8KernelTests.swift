@@ -74,29 +74,52 @@ final class Int8KernelTests: XCTestCase {
             let pointwise = trial % 2 == 0
             let cin = rng.int(1...(pointwise ? 70 : 9)), cout = rng.int(1...40)
             let g = randomGeometry(&rng, channels: cin, pointwise: pointwise)
-            let zx = trial % 3 == 0 ? UInt8(0) : UInt8(rng.int(0...255))
-            let k = g.patchSize
-            let x = randomU8(&rng, cin * g.inPixels), w = randomS8(&rng, cout * k)
-            let r = requantization(&rng, channels: cout, k: k, perChannel: trial % 4 < 2)
-            let ref = Bytes(cout * g.outPixels), out = Bytes(cout * g.outPixels)
-            QS8ConvReference.conv(x: x.u8, inputZeroPoint: zx, w: w.s8, group: 1, geometry: g, outChannels: cout,
-                                  requant: r, y: ref.u8)
-            // The operator's packing: weights once, the zero-point correction folded into the bias.
-            let packed = Bytes(QS8Gemm.packedACount(m: cout, k: k))
-            QS8Gemm.packA(w.s8, m: cout, k: k, into: packed.s8)
-            var folded = r
-            let sums = QS8Gemm.rowSums(w.s8, m: cout, k: k)
-            for c in 0..<cout { folded.bias[c] = folded.bias[c] &- Int32(zx) &* sums[c] }
-            let storage = RequantStorage(folded)
-            let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
-            let panel = Bytes(conv.panelBytes)
-            for t in 0..<conv.tilesPerImage {
-                conv.runTile(t, x: x.u8, y: out.u8, packedA: packed.s8, requant: storage.pointers, panel: panel.u8)
-            }
-            XCTAssertEqual(out.bytes, ref.bytes, "trial \(trial): \(g), cout \(cout), zx \(zx)")
-            // The outputs are not all clamped: the test would prove little otherwise.
-            XCTAssertGreaterThan(Set(ref.bytes).count, min(8, ref.count / 4), "trial \(trial)")
+            checkConv(&rng, g, cout: cout, trial: trial)
         }
+    }
+
+    /// Stride and dilation 1 along rows: the vector im2col (VNNI builds), over rows shorter and longer
+    /// than a tile, windows reaching past every edge, and channel counts that leave k-group tails.
+    func testUnitStrideIm2colMatchesReference() {
+        var rng = TestRandom(seed: 29)
+        for trial in 0..<60 {
+            let kh = rng.int(1...5), kw = rng.int(trial % 4 == 0 ? 2...5 : 1...3)
+            let ph = rng.int(0...kh - 1), pw = rng.int(0...kw - 1), sh = rng.int(1...2), dh = rng.int(1...2)
+            let h = rng.int((kh - 1) * dh + 1...14), w = rng.int(kw...(trial % 3 == 0 ? 70 : 12))
+            let cin = rng.int(1...7), cout = rng.int(1...20)
+            let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: sh, strideW: 1, dilationH: dh, dilationW: 1, padTop: ph, padLeft: pw,
+                                 outHeight: (h + 2 * ph - (kh - 1) * dh - 1) / sh + 1, outWidth: w + 2 * pw - kw + 1)
+            guard !g.isPointwise else { continue }
+            checkConv(&rng, g, cout: cout, trial: trial)
+        }
+    }
+
+    /// One convolution through `QS8Conv`'s tiles against `QS8ConvReference`, bit for bit.
+    func checkConv(_ rng: inout TestRandom, _ g: ConvGeometry, cout: Int, trial: Int, file: StaticString = #filePath, line: UInt = #line) {
+        let cin = g.inChannels
+        let zx = trial % 3 == 0 ? UInt8(0) : UInt8(rng.int(0...255))
+        let k = g.patchSize
+        let x = randomU8(&rng, cin * g.inPixels), w = randomS8(&rng, cout * k)
+        let r = requantization(&rng, channels: cout, k: k, perChannel: trial % 4 < 2)
+        let ref = Bytes(cout * g.outPixels), out = Bytes(cout * g.outPixels)
+        QS8ConvReference.conv(x: x.u8, inputZeroPoint: zx, w: w.s8, group: 1, geometry: g, outChannels: cout,
+                              requant: r, y: ref.u8)
+        // The operator's packing: weights once, the zero-point correction folded into the bias.
+        let packed = Bytes(QS8Gemm.packedACount(m: cout, k: k))
+        QS8Gemm.packA(w.s8, m: cout, k: k, into: packed.s8)
+        var folded = r
+        let sums = QS8Gemm.rowSums(w.s8, m: cout, k: k)
+        for c in 0..<cout { folded.bias[c] = folded.bias[c] &- Int32(zx) &* sums[c] }
+        let storage = RequantStorage(folded)
+        let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
+        let panel = Bytes(conv.panelBytes)
+        for t in 0..<conv.tilesPerImage {
+            conv.runTile(t, x: x.u8, y: out.u8, packedA: packed.s8, requant: storage.pointers, panel: panel.u8)
+        }
+        XCTAssertEqual(out.bytes, ref.bytes, "trial \(trial): \(g), cout \(cout), zx \(zx)", file: file, line: line)
+        // The outputs are not all clamped: the test would prove little otherwise.
+        XCTAssertGreaterThan(Set(ref.bytes).count, min(8, ref.count / 4), "trial \(trial)", file: file, line: line)
     }
 
     func testDepthwiseMatchesReference() {

@@ -32,7 +32,15 @@ public struct QS8Conv: Sendable {
         if geometry.isPointwise {
             packPointwise(x: x, p0: p0, n: n, panel: panel)
         } else {
+#if GLIMPSE_VNNI
+            if geometry.strideW == 1 && geometry.dilationW == 1 {
+                packIm2colUnitStride(x: x, p0: p0, n: n, panel: panel)
+            } else {
+                packIm2col(x: x, p0: p0, n: n, panel: panel)
+            }
+#else
             packIm2col(x: x, p0: p0, n: n, panel: panel)
+#endif
         }
         let groups = QS8Gemm.kGroups(k)
         let outPixels = geometry.outPixels
@@ -70,6 +78,98 @@ public struct QS8Conv: Sendable {
             }
         }
     }
+
+#if GLIMPSE_VNNI
+    /// Output rows the tile's pixels cross: at most this many runs (beyond it, the byte path).
+    static let maxRuns = 8
+
+    /// The im2col panel when the window moves one input pixel per output pixel along a row (stride
+    /// and dilation 1 across): each panel row kk = (ci, ky, kx) is, per output row the tile crosses,
+    /// one contiguous stretch of an input row. Four panel rows are gathered at a time into 32-byte
+    /// rows (one unaligned vector copy per stretch, the zero point where the window leaves the
+    /// input) and interleaved into the panel's k-groups, 16 pixels per instruction. Same panel as
+    /// `packIm2col`, bit for bit.
+    @inline(__always)
+    func packIm2colUnitStride(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
+        let g = geometry
+        let zx = inputZeroPoint
+        // The runs: (output row, first output column, pixels, first panel column).
+        var runs: (SIMD8<Int32>, SIMD8<Int32>, SIMD8<Int32>, SIMD8<Int32>) = (.zero, .zero, .zero, .zero)
+        var runCount = 0
+        do {
+            var j = 0, oy = p0 / g.outWidth, ox = p0 - (p0 / g.outWidth) * g.outWidth
+            while j < n {
+                guard runCount < Self.maxRuns else { return packIm2col(x: x, p0: p0, n: n, panel: panel) }
+                let count = min(n - j, g.outWidth - ox)
+                runs.0[runCount] = Int32(oy); runs.1[runCount] = Int32(ox)
+                runs.2[runCount] = Int32(count); runs.3[runCount] = Int32(j)
+                runCount += 1
+                j += count
+                ox = 0
+                oy += 1
+            }
+        }
+        // The last byte a 32-byte load may read: the end of this image's input.
+        let end = x + g.inChannels * g.inPixels
+        let k = g.patchSize
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4 * 64) { rowsBuffer in
+            guard let rows = rowsBuffer.baseAddress else { return }
+            var kk = 0
+            // Panel row kk + r is input channel ci, window row ky, column kx (kx fastest).
+            var ci = 0, ky = 0, kx = 0
+            while kk < k {
+                for r in 0..<4 {
+                    let row = rows + r * 64
+                    guard kk + r < k else {
+                        UnsafeMutableRawPointer(row).storeBytes(of: SIMD32<UInt8>(), as: SIMD32<UInt8>.self)
+                        continue
+                    }
+                    defer {
+                        kx += 1
+                        if kx == g.kernelWidth {
+                            kx = 0
+                            ky += 1
+                            if ky == g.kernelHeight { ky = 0; ci += 1 }
+                        }
+                    }
+                    let plane = x + ci * g.inPixels
+                    let dy = ky * g.dilationH - g.padTop, dx = kx - g.padLeft
+                    for q in 0..<runCount {
+                        let count = Int(runs.2[q]), j = Int(runs.3[q]), out = row + j
+                        let iy = Int(runs.0[q]) * g.strideH + dy
+                        guard iy >= 0 && iy < g.inHeight else {
+                            for m in 0..<count { out[m] = zx }
+                            continue
+                        }
+                        let ix0 = Int(runs.1[q]) + dx
+                        let lo = min(count, max(0, -ix0)), hi = max(lo, min(count, g.inWidth - ix0))
+                        let src = plane + iy * g.inWidth + ix0 + lo
+                        if hi == lo {
+                            // The window lies wholly in the padding for this run.
+                        } else if src + 32 <= end {
+                            // 32 bytes from the stretch's start; what lies past the stretch is
+                            // overwritten by the next run or the zero-point fill below.
+                            UnsafeMutableRawPointer(out + lo).storeBytes(
+                                of: UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt8>.self), as: SIMD32<UInt8>.self)
+                        } else {
+                            for m in 0..<(hi - lo) { out[lo + m] = src[m] }
+                        }
+                        for m in 0..<lo { out[m] = zx }
+                        for m in hi..<count { out[m] = zx }
+                    }
+                }
+                let dst = panel + (kk >> 2) * QS8Gemm.nr * 4
+                var j = 0
+                while j < n {
+                    let v = glimpse_interleave4x16_u8(rows + j, rows + 64 + j, rows + 128 + j, rows + 192 + j)
+                    UnsafeMutableRawPointer(dst + 4 * j).storeBytes(of: v, as: SIMD8<Int64>.self)
+                    j += 16
+                }
+                kk += 4
+            }
+        }
+    }
+#endif
 
     /// Panel by im2col: row kk = (ci, ky, kx), column j = output pixel p0 + j. The tile's pixels
     /// are walked as runs along output rows, so each run is a strided copy of one input row with
