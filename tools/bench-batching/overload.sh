@@ -19,7 +19,6 @@ duration=30
 deadline=100
 factor=2
 port=18960
-build=1
 parse_options --duration=duration --deadline-ms=deadline --factor=factor --port=port -- "$@"
 shared=../shared
 [ -d "$shared/models" ] || { echo "error: ../shared (models and photos) not found beside the repository" >&2; exit 1; }

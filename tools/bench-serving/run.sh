@@ -16,7 +16,6 @@ cd "$(dirname "$0")/../.."
 source tools/lib/bench.sh
 seconds=8
 requests=200000
-build=1
 parse_options --seconds=seconds --requests=requests -- "$@"
 for tool in h2load nghttpd; do
   command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh --test" >&2; exit 1; }

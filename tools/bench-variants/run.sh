@@ -48,7 +48,6 @@ labels_tar=../shared/datasets/cifar10-jpeg/test.tar
 photos=
 setups=large,small,switch,split
 port=18930
-build=1
 parse_options --duration=duration --deadline-ms=deadline --factors=factors --factor=factors --labels-tar=labels_tar \
   --photos=photos --setups=setups --recovery-factor=recovery_factor --variants=variants --port=port -- "$@"
 IFS=, read -ra names <<< "$variants"

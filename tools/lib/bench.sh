@@ -3,6 +3,7 @@
 
 # parse_options --OPTION=VARIABLE ... -- "$@": each `--OPTION VALUE` of the arguments sets VARIABLE
 # (an option may have several spellings); `--no-build` sets build=0; anything else stops the script.
+build=1
 parse_options() {
   local -A variables=()
   while [ "$1" != -- ]; do variables[${1%%=*}]=${1#*=}; shift; done
