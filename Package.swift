@@ -39,6 +39,17 @@ let cpuSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags)]
 // do GlimpseQuantize and the tests.
 let serviceSettings: [SwiftSetting] = cpuSettings + [.swiftLanguageMode(.v6)]
 
+// Package products more than one target uses.
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+let metricsTestKit: Target.Dependency = .product(name: "MetricsTestKit", package: "swift-metrics")
+let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let nioHTTP2: Target.Dependency = .product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let histogram: Target.Dependency = .product(name: "Histogram", package: "hdrhistogram-swift")
+
 let package = Package(
     name: "Glimpse",
     platforms: [.macOS(.v14)],
@@ -86,11 +97,8 @@ let package = Package(
         .target(
             name: "GlimpseServing",
             dependencies: [
-                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "GlimpseJSON",
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "GlimpseJSON", nioPosix, logging, metrics,
+                serviceLifecycle,
             ],
             swiftSettings: serviceSettings
         ),
@@ -105,24 +113,20 @@ let package = Package(
         ),
         .target(
             name: "GlimpseRPC",
-            dependencies: ["GlimpseServing", "GlimpseImage", "GlimpseJSON", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GlimpseServing", "GlimpseImage", "GlimpseJSON", logging],
             swiftSettings: serviceSettings
         ),
         .target(
             name: "GlimpseServer",
             dependencies: [
-                "GlimpseRPC", "GlimpseServing",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "GlimpseRPC", "GlimpseServing", hummingbird, nioHTTP2, logging, serviceLifecycle,
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: serviceSettings
         ),
@@ -130,11 +134,7 @@ let package = Package(
             name: "glimpse",
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseImage", "GlimpseTensor",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                argumentParser, logging, metrics, serviceLifecycle, .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: serviceSettings
         ),
@@ -158,13 +158,13 @@ let package = Package(
         // Load generator over libnghttp2 (an HTTP/2 stack independent of the server's).
         .target(
             name: "GlimpseLoad",
-            dependencies: ["CNGHTTP2", "COpenSSL", "GlimpseTensor", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: ["CNGHTTP2", "COpenSSL", "GlimpseTensor", histogram],
             path: "loadtest/GlimpseLoad",
             swiftSettings: serviceSettings
         ),
         .executableTarget(
             name: "glimpse-load",
-            dependencies: ["GlimpseLoad", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["GlimpseLoad", argumentParser],
             path: "loadtest/glimpse-load",
             swiftSettings: serviceSettings
         ),
@@ -180,37 +180,18 @@ let package = Package(
         .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseONNXTests", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
-        .testTarget(
-            name: "GlimpseServingTests",
-            dependencies: [
-                "GlimpseServing", "GlimpseEngine", "GlimpseTensor", "GlimpseTestSupport",
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            swiftSettings: cpuSettings
-        ),
-        .testTarget(
-            name: "GlimpseModelToolsTests",
-            dependencies: [
-                "GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: cpuSettings
-        ),
+        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseTensor", "GlimpseTestSupport", metricsTestKit], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport", hummingbird, logging], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(
             name: "GlimpseServerTests",
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseImage", "GlimpseLoad", "GlimpseTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                hummingbird, metricsTestKit, nioHTTP2, logging, serviceLifecycle,
             ],
             swiftSettings: cpuSettings
         ),
-        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad", "CNGHTTP2", "GlimpseTestSupport", .product(name: "Histogram", package: "hdrhistogram-swift")], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseLoadTests", dependencies: ["GlimpseLoad", "CNGHTTP2", "GlimpseTestSupport", histogram], swiftSettings: cpuSettings),
     ],
     swiftLanguageModes: [.v5]
 )

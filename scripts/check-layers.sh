@@ -60,6 +60,16 @@ function field(s, key,    i, r) {
 }
 {
     text = $0
+    # Products named once: let name: Target.Dependency = .product(name: "X", package: "p")
+    t = $0
+    key = ": Target.Dependency = .product(name: \""
+    while ((p = index(t, key)) > 0) {
+        pre = substr(t, 1, p - 1)
+        match(pre, /[A-Za-z_][A-Za-z0-9_]*$/)
+        var = substr(pre, RSTART, RLENGTH)
+        t = substr(t, p + length(key))
+        product[var] = substr(t, 1, index(t, "\"") - 1)
+    }
     while (1) {
         best = 0
         n = split(".target( .executableTarget( .testTarget( .systemLibrary(", kinds, " ")
@@ -80,6 +90,11 @@ function field(s, key,    i, r) {
         if (d > 0) {
             rest = substr(body, d + 15)
             list = substr(rest, 1, closing(rest, "[", "]") - 2)
+            # products named by a let above, outside string literals
+            bare = list
+            gsub(/"[^"]*"/, "\"\"", bare)
+            nb = split(bare, words, /[^A-Za-z0-9_.]+/)
+            for (w = 1; w <= nb; w++) if (words[w] in product) deps = deps " " product[words[w]]
             # .product(name: "X", package: "p") and plain "X"
             while (length(list) > 0) {
                 q = index(list, "\"")

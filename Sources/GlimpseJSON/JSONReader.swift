@@ -76,13 +76,7 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
             lexer.index += 1
             lexer.skipWhitespace()
             members.append((key, try value(depth: depth)))
-            lexer.skipWhitespace()
-            guard let c = lexer.current else { throw lexer.error("unexpected end of JSON inside an object") }
-            lexer.index += 1
-            if c == UInt8(ascii: ",") { continue }
-            if c == UInt8(ascii: "}") { return builder.object(members) }
-            lexer.index -= 1
-            throw lexer.error("expected ',' or '}' in object")
+            if try endOfList(UInt8(ascii: "}"), in: "object") { return builder.object(members) }
         }
     }
 
@@ -96,13 +90,20 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         while true {
             lexer.skipWhitespace()
             items.append(try value(depth: depth))
-            lexer.skipWhitespace()
-            guard let c = lexer.current else { throw lexer.error("unexpected end of JSON inside an array") }
-            lexer.index += 1
-            if c == UInt8(ascii: ",") { continue }
-            if c == UInt8(ascii: "]") { return builder.array(items) }
-            lexer.index -= 1
-            throw lexer.error("expected ',' or ']' in array")
+            if try endOfList(UInt8(ascii: "]"), in: "array") { return builder.array(items) }
         }
+    }
+
+    /// After an object member or array element: skips whitespace, then consumes a `,` (false: the
+    /// list goes on) or `closer` (true: it ends); anything else is an error naming the list, at its
+    /// offset. Part of the reader, not the lexer, and inlinable like the reader, so each builder's
+    /// specialized parser keeps this step inline.
+    @inlinable
+    mutating func endOfList(_ closer: UInt8, in list: StaticString) throws -> Bool {
+        lexer.skipWhitespace()
+        guard let c = lexer.current else { throw lexer.error("unexpected end of JSON inside an \(list)") }
+        if c == UInt8(ascii: ",") { lexer.index += 1; return false }
+        if c == closer { lexer.index += 1; return true }
+        throw lexer.error("expected ',' or '\(Character(Unicode.Scalar(closer)))' in \(list)")
     }
 }

@@ -23,6 +23,19 @@ public struct QuantizedModel: Sendable {
     public var quantizedElements: Int { tensors.reduce(0) { $0 + $1.dims.reduce(1, *) } }
 }
 
+extension QuantizedModel.TensorSummary {
+    /// The summary of a tensor's `original` values against the `restored` ones a variant computes.
+    init(name: String, dims: [Int], original: [Float], restored: [Float]) {
+        var maxErr: Float = 0, sq: Double = 0
+        for i in original.indices {
+            let e = abs(original[i] - restored[i])
+            maxErr = max(maxErr, e)
+            sq += Double(e) * Double(e)
+        }
+        self.init(name: name, dims: dims, maxAbsError: maxErr, rmsError: Float((sq / Double(max(1, original.count))).squareRoot()))
+    }
+}
+
 /// Writes fp16 / int8 variants of float32 ONNX models.
 ///
 /// The rewrite is local: each chosen weight initializer `W` is replaced by a smaller initializer
@@ -43,19 +56,7 @@ public enum ModelQuantizer {
     public static func quantize(_ bytes: [UInt8], name: String, mode: QuantizationMode,
                                 options: QuantizationOptions = .init()) throws -> QuantizedModel {
         let file = try ONNXModelFile(bytes: bytes, name: name)
-        switch mode {
-        case .fp16, .int8KMeans:
-            guard file.opset >= 6 else {
-                throw QuantizationError(.unsupportedModel, "\(name): opset \(file.opset) is too old for Cast with an integer 'to' (needs 6 or later)")
-            }
-        case .int8Static:
-            throw QuantizationError(.invalidArgument, "\(name): int8-static needs calibration inputs; use StaticQuantizer")
-        case .int8Linear:
-            guard file.opset >= 13 else {
-                throw QuantizationError(.unsupportedModel, "\(name): per-channel DequantizeLinear needs opset 13 or later; the model has opset \(file.opset)")
-            }
-        }
-
+        try checkOpset(of: file, name: name, mode: mode)
         var names = FreshNames(file)
 
         var newInitializers: [ProtoWriter] = []
@@ -73,94 +74,123 @@ public enum ModelQuantizer {
                 continue
             }
             let w = try file.floats(t)
-            var restored = [Float](repeating: 0, count: w.count)
-            switch mode {
-            case .fp16:
-                let bits = WeightQuantization.float16Bits(w)
-                for i in w.indices { restored[i] = Float(Float16(bitPattern: UInt16(bits[2 * i]) | UInt16(bits[2 * i + 1]) << 8)) }
-                let stored = names.make(t.name + "_fp16")
-                newInitializers.append(ONNXEncoding.tensor(name: stored, dims: t.dims, type: .float16, raw: bits))
-                newNodes.append(ONNXEncoding.node("Cast", inputs: [stored], outputs: [t.name], name: names.make(t.name + "_cast"),
-                                                  ints: [("to", ONNXEncoding.DataType.float.rawValue)]))
-            case .int8Linear:
-                let (q, scales) = WeightQuantization.symmetricInt8(w, dims: t.dims, axis: axis)
-                let inner = t.dims[(axis + 1)...].reduce(1, *)
-                for i in w.indices { restored[i] = Float(Int8(bitPattern: q[i])) * scales[(i / inner) % scales.count] }
-                let weight = ONNXEncoding.dequantizedInt8Weight(t.name, dims: t.dims, q: q, scales: scales, axis: axis, names: &names)
-                newInitializers += weight.initializers
-                newNodes.append(weight.node)
-            case .int8Static:
-                continue   // rejected above
-            case .int8KMeans(let bits):
-                // With channel scales, each output channel is divided by its max |w| first, so one
-                // shared table serves channels of very different magnitudes.
-                let inner = t.dims[(axis + 1)...].reduce(1, *), channels = t.dims[axis]
-                var scales = [Float](repeating: 1, count: channels)
-                if options.kmeansChannelScales {
-                    var maxAbs = [Float](repeating: 0, count: channels)
-                    for i in w.indices { maxAbs[(i / inner) % channels] = max(maxAbs[(i / inner) % channels], abs(w[i])) }
-                    scales = maxAbs.map { $0 > 0 ? $0 : 1 }
-                }
-                let normalized = options.kmeansChannelScales ? w.indices.map { w[$0] / scales[($0 / inner) % channels] } : w
-                let (lut, indices) = WeightQuantization.kmeans(normalized, k: 1 << bits, maxIterations: options.kmeansIterations,
-                                                               initialization: options.kmeansInitialization)
-                for i in w.indices { restored[i] = lut[Int(indices[i])] * (options.kmeansChannelScales ? scales[(i / inner) % channels] : 1) }
-                let iName = names.make(t.name + "_indices"), lName = names.make(t.name + "_lut"), cName = names.make(t.name + "_indices_int32")
-                newInitializers.append(ONNXEncoding.tensor(name: iName, dims: t.dims, type: .uint8, raw: indices))
-                newInitializers.append(ONNXEncoding.floatTensor(name: lName, dims: [lut.count], values: lut))
-                newNodes.append(ONNXEncoding.node("Cast", inputs: [iName], outputs: [cName], name: names.make(t.name + "_cast"),
-                                                  ints: [("to", ONNXEncoding.DataType.int32.rawValue)]))
-                if options.kmeansChannelScales {
-                    let gName = names.make(t.name + "_shared"), sName = names.make(t.name + "_channel_scale")
-                    var scaleDims = [Int](repeating: 1, count: t.dims.count)
-                    scaleDims[axis] = channels
-                    newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: scaleDims, values: scales))
-                    newNodes.append(ONNXEncoding.node("Gather", inputs: [lName, cName], outputs: [gName],
-                                                      name: names.make(t.name + "_lookup"), ints: [("axis", 0)]))
-                    newNodes.append(ONNXEncoding.node("Mul", inputs: [gName, sName], outputs: [t.name], name: names.make(t.name + "_scale")))
-                } else {
-                    newNodes.append(ONNXEncoding.node("Gather", inputs: [lName, cName], outputs: [t.name],
-                                                      name: names.make(t.name + "_lookup"), ints: [("axis", 0)]))
-                }
-            }
-            var maxErr: Float = 0, sq: Double = 0
-            for i in w.indices {
-                let e = abs(w[i] - restored[i])
-                maxErr = max(maxErr, e)
-                sq += Double(e) * Double(e)
-            }
-            summaries.append(.init(name: t.name, dims: t.dims, maxAbsError: maxErr, rmsError: Float((sq / Double(max(1, w.count))).squareRoot())))
+            let weight = try replacement(of: t, values: w, axis: axis, mode: mode, options: options, names: &names)
+            newInitializers += weight.initializers
+            newNodes += weight.nodes
+            summaries.append(.init(name: t.name, dims: t.dims, original: w, restored: weight.restored))
             replacedFields.insert(t.fieldIndex)
             replacedNames.insert(t.name)
         }
 
         // GraphProto: new nodes before the first original node, replaced initializers and their
         // graph-input entries (IR < 4 lists initializers as inputs) dropped, new initializers last.
-        let source = file.scanner.bytes
-        let replacedInputFields = Set(file.inputs.filter { replacedNames.contains($0.name) }.map(\.fieldIndex))
+        replacedFields.formUnion(file.inputs.filter { replacedNames.contains($0.name) }.map(\.fieldIndex))
         var graph = ProtoWriter()
         var nodesWritten = false
-        for (index, f) in file.graphFields.enumerated() {
-            if replacedFields.contains(index) || replacedInputFields.contains(index) { continue }
+        for (index, f) in file.graphFields.enumerated() where !replacedFields.contains(index) {
             if f.number == 1 && !nodesWritten {
                 for n in newNodes { graph.message(1, n) }
                 nodesWritten = true
             }
-            graph.raw(source[f.span])
+            graph.raw(file.scanner.bytes[f.span])
         }
         for t in newInitializers { graph.message(5, t) }
 
-        var model = ProtoWriter()
-        for (index, f) in file.modelFields.enumerated() {
-            if index == file.graphFieldIndex { model.message(7, graph) } else { model.raw(source[f.span]) }
-        }
         var note = "\(mode.name): \(summaries.count) weight tensors"
         if case .int8KMeans(let bits) = mode {
             note += ", \(bits)-bit k-means, one table per tensor\(options.kmeansChannelScales ? ", per-channel scales" : "")"
         }
         if mode == .int8Linear { note += ", symmetric per output channel" }
-        model.message(14, ONNXEncoding.metadataEntry(key: "glimpse.quantization", value: note))
-        return QuantizedModel(mode: mode, bytes: model.bytes, tensors: summaries, keptFloatElements: kept)
+        return QuantizedModel(mode: mode, bytes: file.model(graph: graph, quantizationNote: note), tensors: summaries,
+                              keptFloatElements: kept)
+    }
+
+    /// Throws unless the model's opset has the operators `mode` writes (and for `int8Static`, which
+    /// needs calibration: always).
+    static func checkOpset(of file: ONNXModelFile, name: String, mode: QuantizationMode) throws {
+        switch mode {
+        case .fp16, .int8KMeans:
+            guard file.opset >= 6 else {
+                throw QuantizationError(.unsupportedModel, "\(name): opset \(file.opset) is too old for Cast with an integer 'to' (needs 6 or later)")
+            }
+        case .int8Static:
+            throw QuantizationError(.invalidArgument, "\(name): int8-static needs calibration inputs; use StaticQuantizer")
+        case .int8Linear:
+            guard file.opset >= 13 else {
+                throw QuantizationError(.unsupportedModel, "\(name): per-channel DequantizeLinear needs opset 13 or later; the model has opset \(file.opset)")
+            }
+        }
+    }
+
+    /// What replaces one float weight: new initializers, the nodes that restore the tensor under
+    /// its own name, and the restored values (for the error summary).
+    struct WeightReplacement {
+        var initializers: [ProtoWriter] = []
+        var nodes: [ProtoWriter] = []
+        var restored: [Float]
+    }
+
+    static func replacement(of t: ONNXModelFile.Initializer, values w: [Float], axis: Int, mode: QuantizationMode,
+                            options: QuantizationOptions, names: inout FreshNames) throws -> WeightReplacement {
+        switch mode {
+        case .fp16:
+            let bits = WeightQuantization.float16Bits(w)
+            var out = WeightReplacement(restored: w.indices.map {
+                Float(Float16(bitPattern: UInt16(bits[2 * $0]) | UInt16(bits[2 * $0 + 1]) << 8))
+            })
+            let stored = names.make(t.name + "_fp16")
+            out.initializers.append(ONNXEncoding.tensor(name: stored, dims: t.dims, type: .float16, raw: bits))
+            out.nodes.append(ONNXEncoding.node("Cast", inputs: [stored], outputs: [t.name], name: names.make(t.name + "_cast"),
+                                               ints: [("to", ONNXEncoding.DataType.float.rawValue)]))
+            return out
+        case .int8Linear:
+            let (q, scales) = WeightQuantization.symmetricInt8(w, dims: t.dims, axis: axis)
+            let weight = ONNXEncoding.dequantizedInt8Weight(t.name, dims: t.dims, q: q, scales: scales, axis: axis, names: &names)
+            return WeightReplacement(initializers: weight.initializers, nodes: [weight.node],
+                                     restored: WeightQuantization.restoredInt8(q, scales: scales, dims: t.dims, axis: axis))
+        case .int8Static:
+            throw QuantizationError(.invalidArgument, "int8-static needs calibration inputs; use StaticQuantizer")
+        case .int8KMeans(let bits):
+            return kmeansReplacement(of: t, values: w, axis: axis, bits: bits, options: options, names: &names)
+        }
+    }
+
+    /// `int8KMeans`: indices into one shared table, per-channel scales when the options ask for them.
+    static func kmeansReplacement(of t: ONNXModelFile.Initializer, values w: [Float], axis: Int, bits: Int,
+                                  options: QuantizationOptions, names: inout FreshNames) -> WeightReplacement {
+        // With channel scales, each output channel is divided by its max |w| first, so one
+        // shared table serves channels of very different magnitudes.
+        let inner = t.dims[(axis + 1)...].reduce(1, *), channels = t.dims[axis]
+        var scales = [Float](repeating: 1, count: channels)
+        if options.kmeansChannelScales {
+            var maxAbs = [Float](repeating: 0, count: channels)
+            for i in w.indices { maxAbs[(i / inner) % channels] = max(maxAbs[(i / inner) % channels], abs(w[i])) }
+            scales = maxAbs.map { $0 > 0 ? $0 : 1 }
+        }
+        let normalized = options.kmeansChannelScales ? w.indices.map { w[$0] / scales[($0 / inner) % channels] } : w
+        let (lut, indices) = WeightQuantization.kmeans(normalized, k: 1 << bits, maxIterations: options.kmeansIterations,
+                                                       initialization: options.kmeansInitialization)
+        var out = WeightReplacement(restored: w.indices.map {
+            lut[Int(indices[$0])] * (options.kmeansChannelScales ? scales[($0 / inner) % channels] : 1)
+        })
+        let iName = names.make(t.name + "_indices"), lName = names.make(t.name + "_lut"), cName = names.make(t.name + "_indices_int32")
+        out.initializers.append(ONNXEncoding.tensor(name: iName, dims: t.dims, type: .uint8, raw: indices))
+        out.initializers.append(ONNXEncoding.floatTensor(name: lName, dims: [lut.count], values: lut))
+        out.nodes.append(ONNXEncoding.node("Cast", inputs: [iName], outputs: [cName], name: names.make(t.name + "_cast"),
+                                           ints: [("to", ONNXEncoding.DataType.int32.rawValue)]))
+        if options.kmeansChannelScales {
+            let gName = names.make(t.name + "_shared"), sName = names.make(t.name + "_channel_scale")
+            var scaleDims = [Int](repeating: 1, count: t.dims.count)
+            scaleDims[axis] = channels
+            out.initializers.append(ONNXEncoding.floatTensor(name: sName, dims: scaleDims, values: scales))
+            out.nodes.append(ONNXEncoding.node("Gather", inputs: [lName, cName], outputs: [gName],
+                                               name: names.make(t.name + "_lookup"), ints: [("axis", 0)]))
+            out.nodes.append(ONNXEncoding.node("Mul", inputs: [gName, sName], outputs: [t.name], name: names.make(t.name + "_scale")))
+        } else {
+            out.nodes.append(ONNXEncoding.node("Gather", inputs: [lName, cName], outputs: [t.name],
+                                               name: names.make(t.name + "_lookup"), ints: [("axis", 0)]))
+        }
+        return out
     }
 
     /// Reads `inputPath`, quantizes it, checks that the variant loads in Glimpse's engine (unless

@@ -34,6 +34,12 @@ enum WeightQuantization {
         return (q, scales)
     }
 
+    /// The float values `symmetricInt8` stands for: `q · s` of each value's channel.
+    static func restoredInt8(_ q: [UInt8], scales: [Float], dims: [Int], axis: Int) -> [Float] {
+        let inner = dims[(axis + 1)...].reduce(1, *)
+        return q.indices.map { Float(Int8(bitPattern: q[$0])) * scales[($0 / inner) % scales.count] }
+    }
+
     /// 1-D k-means (Lloyd) of `values` into at most `k` centroids, deterministic (no random start).
     ///
     /// Starts (`initialization`): evenly spaced over [min, max] (Deep Compression, Han et al. 2016:

@@ -37,6 +37,9 @@ final class JSONReaderTests: XCTestCase {
             ("1.", "invalid number: digit expected after '.'", 2),
             (#""\ud800""#, "unpaired UTF-16 surrogate in string", 7),
             ("[1 2]", "expected ',' or ']' in array", 3),
+            (#"{"a":1 "b":2}"#, "expected ',' or '}' in object", 7),
+            ("[1, 2", "unexpected end of JSON inside an array", 5),
+            (#"{"a":1 "#, "unexpected end of JSON inside an object", 7),
         ]
         for (text, message, offset) in cases {
             XCTAssertThrowsError(try echo(text), text) { error in

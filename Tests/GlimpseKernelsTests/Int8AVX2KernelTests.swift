@@ -48,10 +48,15 @@ final class Int8AVX2KernelTests: XCTestCase {
 #endif
     }
 
-    func testAVX2GemmMatchesReference() throws {
+    /// Skips the test where this build has no AVX2 kernel.
+    func skipUnlessAVX2() throws {
 #if !GLIMPSE_AVX2
         throw XCTSkip("this build does not target AVX2")
-#else
+#endif
+    }
+
+    func testAVX2GemmMatchesReference() throws {
+        try skipUnlessAVX2()
         var rng = TestRandom(seed: 23)
         for trial in 0..<60 {
             let rows = rng.int(1...8), k = rng.int(1...150), n = rng.int(1...32)
@@ -64,15 +69,12 @@ final class Int8AVX2KernelTests: XCTestCase {
             _ = check(w: w, x: x, rows: rows, k: k, n: n, requant: Requantization(bias: bias, scale: scales, zeroPoint: zy),
                       "trial \(trial): rows \(rows), k \(k), n \(n)")
         }
-#endif
     }
 
     /// Weights and inputs at the ends of their ranges, where plain `vpmaddubsw` saturates its pair
     /// sums (255·(−128) twice is −65280): the split form must still equal the exact sums.
     func testAVX2GemmExactWhereMaddubsSaturates() throws {
-#if !GLIMPSE_AVX2
-        throw XCTSkip("this build does not target AVX2")
-#else
+        try skipUnlessAVX2()
         var rng = TestRandom(seed: 29)
         let rows = 8, k = 37, n = 29
         let w = (0..<rows * k).map { i in i % 3 == 2 ? Int8(127) : Int8(-128) }
@@ -98,6 +100,5 @@ final class Int8AVX2KernelTests: XCTestCase {
             }
         }
         XCTAssertTrue(saturatedDiffers, "the extreme operands should saturate plain vpmaddubsw")
-#endif
     }
 }

@@ -37,16 +37,9 @@ final class BatchSplitTests: XCTestCase {
         XCTAssertGreaterThan(relativeError(singles[0], singles[1]), 1e-3, "distinct items")
 
         func check(_ batch: Int, parallel: Bool, threads: Int) throws {
-            let view = Tensor(shape: [batch, 3, 224, 224], dtype: .float32, storage: input.storage)
             XCTAssertNil(m.splitsBatches(of: batch, threads: threads), "undecided before the first runs")
             for run in 0..<CompiledModel.batchSplitTrialRuns + 2 {
-                let out = try m.run([view], parallel: parallel)[0]
-                XCTAssertEqual(out.shape.dims, [batch, 1000])
-                let all = out.floats()
-                for item in 0..<batch {
-                    let err = relativeError(Array(all[(item * 1000)..<(item * 1000 + 1000)]), singles[item])
-                    XCTAssertLessThanOrEqual(err, 1e-5, "batch \(batch), run \(run), item \(item)")
-                }
+                try assertBatchRunMatchesSingleRuns(m, input, batch: batch, parallel: parallel, singles: singles, "batch \(batch), run \(run)")
             }
             XCTAssertNotNil(m.splitsBatches(of: batch, threads: threads), "decided after the trial runs")
         }

@@ -20,15 +20,9 @@ final class BatchTailTests: XCTestCase {
         XCTAssertGreaterThan(relativeError(singles[0], singles[1]), 1e-3, "distinct items")
         for (batch, parallel) in [(3, true), (2, true), (3, false)] {
             XCTAssertEqual(m.splitsBatches(of: batch, threads: parallel ? 2 : 1), true)
-            let view = Tensor(shape: [batch, 3, 224, 224], dtype: .float32, storage: input.storage)
             for run in 0..<2 {
-                let out = try m.run([view], parallel: parallel)[0]
-                XCTAssertEqual(out.shape.dims, [batch, 1000])
-                let all = out.floats()
-                for item in 0..<batch {
-                    let err = relativeError(Array(all[(item * 1000)..<(item * 1000 + 1000)]), singles[item])
-                    XCTAssertLessThanOrEqual(err, 1e-5, "batch \(batch), parallel \(parallel), run \(run), item \(item)")
-                }
+                try assertBatchRunMatchesSingleRuns(m, input, batch: batch, parallel: parallel, singles: singles,
+                                                    "batch \(batch), parallel \(parallel), run \(run)")
             }
         }
     }

@@ -1,6 +1,7 @@
 import GlimpseEngine
 import GlimpseTensor
 import GlimpseTestSupport
+import XCTest
 
 extension SharedData {
     static func npy(_ relative: String) throws -> Tensor { try NPY.decode(bytes(relative)) }
@@ -23,4 +24,18 @@ func imageBatchAndSingleRuns(_ model: CompiledModel, items: Int) throws -> (batc
         return try model.run([one])[0].floats()
     }
     return (input, singles)
+}
+
+/// Runs the first `batch` images of `input` (from `imageBatchAndSingleRuns`) as one batch and checks
+/// that each item's 1000 outputs are its batch-1 run's, `singles[item]`, within 1e-5.
+func assertBatchRunMatchesSingleRuns(_ model: CompiledModel, _ input: Tensor, batch: Int, parallel: Bool, singles: [[Float]],
+                                     _ context: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    let view = Tensor(shape: [batch, 3, 224, 224], dtype: .float32, storage: input.storage)
+    let out = try model.run([view], parallel: parallel)[0]
+    XCTAssertEqual(out.shape.dims, [batch, 1000], context, file: file, line: line)
+    let all = out.floats()
+    for item in 0..<batch {
+        let err = relativeError(Array(all[(item * 1000)..<(item * 1000 + 1000)]), singles[item])
+        XCTAssertLessThanOrEqual(err, 1e-5, "\(context), item \(item)", file: file, line: line)
+    }
 }

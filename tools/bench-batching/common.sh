@@ -2,7 +2,7 @@
 # what the server needs, builds the release server and load generator, and makes a work folder in $work.
 shared=../shared
 [ -d "$shared" ] || { echo "error: ../shared not found" >&2; exit 1; }
+source tools/lib/bench.sh
 scripts/setup.sh
-swift build -c release --product glimpse >/dev/null
-swift build -c release --product glimpse-load >/dev/null
+build_release
 work=$(mktemp -d)

@@ -13,40 +13,21 @@
 # Every step is bounded in time; the server is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tools/lib/bench.sh
 
 duration=30
 deadline=100
 factor=2
 port=18960
-build=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --duration) duration=$2; shift 2 ;;
-    --deadline-ms) deadline=$2; shift 2 ;;
-    --factor) factor=$2; shift 2 ;;
-    --port) port=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
-  esac
-done
+parse_options --duration=duration --deadline-ms=deadline --factor=factor --port=port -- "$@"
 shared=../shared
 [ -d "$shared/models" ] || { echo "error: ../shared (models and photos) not found beside the repository" >&2; exit 1; }
 if [ "$build" = 1 ]; then
   scripts/setup.sh
-  swift build -c release --product glimpse >/dev/null
-  swift build -c release --product glimpse-load >/dev/null
+  build_release
 fi
 
-work=$(mktemp -d)
-server=
-sampler=
-cleanup() {
-  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null || true
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_folder
 
 mkdir -p "$work/models" "$work/photos"
 ln -s "$(realpath $shared/models/squeezenet1.1.onnx)" "$work/models/"
@@ -57,10 +38,7 @@ for f in Dog1.jpg croco.jpg goldfish.jpg kitten_small.jpg samoyed_dog.jpg vultur
 done
 
 limit=$(( 10 + 12 + duration + 2 + 120 ))
-timeout "$limit" .build/release/glimpse serve --host 127.0.0.1 --port "$port" --models "$work/models" 2>"$work/serve.log" &
-server=$!
-for _ in $(seq 300); do grep -q "listening on" "$work/serve.log" && break; sleep 0.1; done
-grep -q "listening on" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
+start_server "$work/serve.log" "$limit" --host 127.0.0.1 --port "$port" --models "$work/models"
 
 common=(--port "$port" --images "$work/photos" --model squeezenet1.1 --quiet --timeout 10 -c 2)
 echo "capacity ..." >&2

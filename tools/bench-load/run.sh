@@ -3,9 +3,9 @@
 #   tools/bench-load/run.sh [requests=20000] [rounds=3]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tools/lib/bench.sh
 scripts/setup.sh --test
-swift build -c release --product glimpse >/dev/null
-swift build -c release --product glimpse-load >/dev/null
+build_release
 port=18801
 .build/release/glimpse serve --host 127.0.0.1 --port $port --models "$(mktemp -d)" 2>/tmp/glimpse-bench-load.log &
 pid=$!

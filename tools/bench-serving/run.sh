@@ -16,24 +16,13 @@
 # from /proc/PID/stat (user + system) around each step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tools/lib/bench.sh
 seconds=8
 requests=200000
-build=1
-server=.build/release/glimpse
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --seconds) seconds=$2; shift 2 ;;
-    --requests) requests=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    --server) server=$2; shift 2 ;;
-    *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
-  esac
-done
+server_path=.build/release/glimpse
+parse_options --seconds=seconds --requests=requests --server=server_path -- "$@"
 for tool in h2load nghttpd; do
   command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh --test" >&2; exit 1; }
 done
-if [ "$build" = 1 ]; then
-  swift build -c release --product glimpse >/dev/null
-  swift build -c release --product glimpse-load >/dev/null
-fi
-exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests" --server "$server"
+if [ "$build" = 1 ]; then build_release; fi
+exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests" --server "$server_path"

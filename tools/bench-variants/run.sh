@@ -37,6 +37,7 @@
 # expected length by more than two minutes anyway).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tools/lib/bench.sh
 
 duration=60
 deadline=25
@@ -47,44 +48,17 @@ labels_tar=../shared/datasets/cifar10-jpeg/test.tar
 photos=
 setups=large,small,switch,split
 port=18930
-build=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --duration) duration=$2; shift 2 ;;
-    --deadline-ms) deadline=$2; shift 2 ;;
-    --factors|--factor) factors=$2; shift 2 ;;
-    --labels-tar) labels_tar=$2; shift 2 ;;
-    --photos) photos=$2; shift 2 ;;
-    --setups) setups=$2; shift 2 ;;
-    --recovery-factor) recovery_factor=$2; shift 2 ;;
-    --variants) variants=$2; shift 2 ;;
-    --port) port=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
-  esac
-done
+parse_options --duration=duration --deadline-ms=deadline --factors=factors --factor=factors --labels-tar=labels_tar \
+  --photos=photos --setups=setups --recovery-factor=recovery_factor --variants=variants --port=port -- "$@"
 IFS=, read -ra names <<< "$variants"
 [ "${#names[@]}" -ge 2 ] || { echo "--variants needs at least two models of one family" >&2; exit 2; }
 large=${names[0]}
 small=${names[${#names[@]}-1]}
 
-if [ "$build" = 1 ]; then
-  swift build -c release --product glimpse >/dev/null
-  swift build -c release --product glimpse-load >/dev/null
-fi
-glimpse=.build/release/glimpse
+if [ "$build" = 1 ]; then build_release; fi
 load=.build/release/glimpse-load
 
-work=$(mktemp -d)
-server=
-sampler=
-cleanup() {
-  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null || true
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  if [ -n "${KEEP_WORK:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_folder
 
 # A model folder with the chosen variants: links to models/ and their manifest entries (order kept).
 mkdir -p "$work/models" "$work/images"
@@ -122,14 +96,8 @@ IFS=, read -ra setup_list <<< "$setups"
 
 # Each server stops by itself after the expected length of the experiment plus two minutes.
 limit=$(( 4 + 24 + ${#factor_list[@]} * ${#setup_list[@]} * (duration + 8) + 50 + 120 ))
-start_server() {  # $1: --selection
-  timeout "$limit" "$glimpse" serve --host 127.0.0.1 --port "$port" --models "$work/models" --selection "$1" 2>"$work/serve-$1.log" &
-  server=$!
-  for _ in $(seq 300); do grep -q "listening on" "$work/serve-$1.log" && break; sleep 0.1; done
-  grep -q "listening on" "$work/serve-$1.log" || { cat "$work/serve-$1.log" >&2; exit 1; }
-}
-stop_server() {
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=; fi
+serve() {  # $1: --selection
+  start_server "$work/serve-$1.log" "$limit" --host 127.0.0.1 --port "$port" --models "$work/models" --selection "$1"
 }
 stats() {  # server.stats, as JSON, into $1
   curl -s --max-time 2 "http://127.0.0.1:$port/rpc" -H 'content-type: application/json' \
@@ -142,7 +110,7 @@ cut -d' ' -f1 /proc/loadavg > "$work/loadavg.txt"
 common=(--port "$port" "${source_args[@]}" --quiet --timeout 10)
 rate_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['achievedRate'])" "$1"; }
 
-start_server split
+serve split
 if [ -n "$photos" ]; then
   # Each photo's label: the most accurate variant's top-1 answer (the photos carry no labels).
   python3 - "$port" "$large" "$work/photos" > "$work/photo-labels.tsv" <<'EOF'
@@ -169,14 +137,14 @@ for factor in "${factor_list[@]}"; do
   offered=$(python3 -c "print(round($capacity * $factor))")
   for setup in "${setup_list[@]}"; do
     case $setup in large) model=$large ;; small) model=$small ;; *) model=$family ;; esac
-    if [ "$setup" = switch ]; then stop_server; start_server switch; fi
+    if [ "$setup" = switch ]; then stop_server; serve switch; fi
     echo "$setup at ${factor}x: model $model, $offered req/s for $duration s, deadline_ms $deadline ..." >&2
     sleep 2
     ( sleep $(python3 -c "print(2 + $duration / 2)"); stats "$work/stats-$setup-$factor.json" ) &
     "$load" "${common[@]}" --model "$model" -c 2 --rate "$offered" --deadline-ms "$deadline" --duration "$duration" --warmup 2 \
       --json "$work/$setup-$factor.json" >/dev/null || true
     wait $! 2>/dev/null || true
-    if [ "$setup" = switch ]; then stop_server; start_server split; fi
+    if [ "$setup" = switch ]; then stop_server; serve split; fi
   done
 done
 

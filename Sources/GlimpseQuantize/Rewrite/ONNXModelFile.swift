@@ -111,6 +111,17 @@ struct ONNXModelFile {
         return n
     }
 
+    /// The model's bytes with `graph` in place of its graph and a `glimpse.quantization` metadata
+    /// entry holding `note`; every other field is copied as it is.
+    func model(graph: ProtoWriter, quantizationNote note: String) -> [UInt8] {
+        var model = ProtoWriter()
+        for (index, f) in modelFields.enumerated() {
+            if index == graphFieldIndex { model.message(7, graph) } else { model.raw(scanner.bytes[f.span]) }
+        }
+        model.message(14, ONNXEncoding.metadataEntry(key: "glimpse.quantization", value: note))
+        return model.bytes
+    }
+
     /// The node re-encoded with other inputs and outputs; every other field (name, op type,
     /// attributes, domain, doc string) is copied as it is.
     func node(_ n: Node, inputs: [String], outputs: [String]) throws -> ProtoWriter {

@@ -58,20 +58,8 @@ struct StaticQuantizationPlan {
             for o in n.outputs where !o.isEmpty { producer[o] = i }
             for x in Set(n.inputs) where !x.isEmpty { readers[x, default: []].append(i) }
         }
-        let isDefaultDomain = { (n: ONNXModelFile.Node) in n.domain.isEmpty || n.domain == "ai.onnx" }
-
-        for (i, n) in file.nodes.enumerated() where isDefaultDomain(n) && ["Conv", "Gemm", "MatMul"].contains(n.opType) {
-            guard n.inputs.count >= 2, n.outputs.count == 1, let w = floatInitializers[n.inputs[1]], w.dataType == 1,
-                  floatInitializers[n.inputs[0]] == nil, !n.inputs[0].isEmpty,
-                  let axis = try ModelQuantizer.channelAxis(of: w, in: file, mode: .int8Static) else { continue }
-            if n.opType == "Gemm", (n.intAttributes["transA"] ?? 0) != 0 { continue }
-            var bias: String?
-            if n.inputs.count > 2, let b = floatInitializers[n.inputs[2]], b.dataType == 1, b.dims.count == 1,
-               b.dims[0] == w.dims[axis], !file.outputNames.contains(b.name) {
-                bias = b.name
-            }
-            ops.append(QuantizedOp(node: i, weight: w.name, axis: axis, bias: bias))
-        }
+        let isDefaultDomain = Self.isDefaultDomain
+        ops = try Self.quantizedOps(file, initializers: floatInitializers)
 
         var seen = Set<String>()
         func add(_ a: Activation) {
@@ -106,11 +94,37 @@ struct StaticQuantizationPlan {
             guard !seen.contains(x) else { continue }
             add(Activation(name: x, source: x, sharesWith: shareSource(x)))
         }
-        // Concat of Relu'd quantized outputs: each input takes the output's parameters, so the concat
-        // only copies uint8 values. Zero points stay 0 (every input, so the output, is non-negative),
-        // as the folded Relus need; the inputs get the output's range, which contains theirs.
+        if concatSharesOutput { shareConcatInputs(file, readers: readers) }
+        resolveSharing()
+    }
+
+    static func isDefaultDomain(_ n: ONNXModelFile.Node) -> Bool { n.domain.isEmpty || n.domain == "ai.onnx" }
+
+    /// Conv, Gemm (without `transA`) and MatMul of the default domain with a float weight on one
+    /// channel axis and a computed input, each with its bias when that can be quantized.
+    static func quantizedOps(_ file: ONNXModelFile, initializers floatInitializers: [String: ONNXModelFile.Initializer]) throws -> [QuantizedOp] {
+        var ops: [QuantizedOp] = []
+        for (i, n) in file.nodes.enumerated() where isDefaultDomain(n) && ["Conv", "Gemm", "MatMul"].contains(n.opType) {
+            guard n.inputs.count >= 2, n.outputs.count == 1, let w = floatInitializers[n.inputs[1]], w.dataType == 1,
+                  floatInitializers[n.inputs[0]] == nil, !n.inputs[0].isEmpty,
+                  let axis = try ModelQuantizer.channelAxis(of: w, in: file, mode: .int8Static) else { continue }
+            if n.opType == "Gemm", (n.intAttributes["transA"] ?? 0) != 0 { continue }
+            var bias: String?
+            if n.inputs.count > 2, let b = floatInitializers[n.inputs[2]], b.dataType == 1, b.dims.count == 1,
+               b.dims[0] == w.dims[axis], !file.outputNames.contains(b.name) {
+                bias = b.name
+            }
+            ops.append(QuantizedOp(node: i, weight: w.name, axis: axis, bias: bias))
+        }
+        return ops
+    }
+
+    /// Concat of Relu'd quantized outputs: each input takes the output's parameters, so the concat
+    /// only copies uint8 values. Zero points stay 0 (every input, so the output, is non-negative),
+    /// as the folded Relus need; the inputs get the output's range, which contains theirs.
+    mutating func shareConcatInputs(_ file: ONNXModelFile, readers: [String: [Int]]) {
         let index = Dictionary(uniqueKeysWithValues: activations.enumerated().map { ($0.element.name, $0.offset) })
-        for n in file.nodes where concatSharesOutput && n.opType == "Concat" && isDefaultDomain(n) {
+        for n in file.nodes where n.opType == "Concat" && Self.isDefaultDomain(n) {
             guard n.outputs.count == 1, let out = index[n.outputs[0]], activations[out].sharesWith == nil,
                   !n.inputs.isEmpty, Set(n.inputs).count == n.inputs.count else { continue }
             let members = n.inputs.compactMap { index[$0] }
@@ -119,7 +133,10 @@ struct StaticQuantizationPlan {
             }) else { continue }
             for k in members { activations[k].sharesWith = n.outputs[0] }
         }
-        // Shared parameters resolve to a calibrated tensor.
+    }
+
+    /// Shared parameters resolve to a calibrated tensor.
+    mutating func resolveSharing() {
         let byName = Dictionary(uniqueKeysWithValues: activations.map { ($0.name, $0) })
         for k in activations.indices {
             var target = activations[k].sharesWith

@@ -52,176 +52,35 @@ public enum StaticQuantizer {
         let ranges = try ActivationCalibrator.ranges(of: plan.calibrated, model: bytes, name: name, inputs: inputs,
                                                      method: method, threads: threads)
 
-        var names = FreshNames(file)
-
-        // Activation parameters.
-        struct ActivationQDQ {
-            var activation: StaticQuantizationPlan.Activation
-            var scale: Float
-            var zeroPoint: UInt8
-            var dequantized: String = ""
-        }
-        var params: [String: (scale: Float, zeroPoint: UInt8)] = [:]
-        for a in plan.activations where a.sharesWith == nil {
-            guard let r = ranges[a.name] else {
-                throw QuantizationError(.verificationFailed, "\(name): no calibration range for '\(a.name)'")
-            }
-            params[a.name] = uint8Parameters(lower: r.lower, upper: r.upper)
-        }
-        var qdq: [ActivationQDQ] = []
-        for a in plan.activations {
-            guard let p = params[a.sharesWith ?? a.name] else {
-                throw QuantizationError(.verificationFailed, "\(name): no quantization parameters for '\(a.name)'")
-            }
-            qdq.append(ActivationQDQ(activation: a, scale: p.scale, zeroPoint: p.zeroPoint))
-        }
-
-        var newInitializers: [ProtoWriter] = []
-        var leadingNodes: [ProtoWriter] = []
-        /// Q/DQ nodes to write right after the node producing their source (by source name).
-        var nodesAfter: [String: [ProtoWriter]] = [:]
-        var rename: [String: String] = [:]
-        let graphInputs = Set(file.inputs.map(\.name))
-        for k in qdq.indices {
-            let a = qdq[k].activation
-            let base = a.name
-            let sName = names.make(base + "_scale"), zName = names.make(base + "_zero_point")
-            let qName = names.make(base + "_quantized"), dqName = names.make(base + "_dequantized")
-            qdq[k].dequantized = dqName
-            rename[a.name] = dqName
-            newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [], values: [qdq[k].scale]))
-            newInitializers.append(ONNXEncoding.tensor(name: zName, dims: [], type: .uint8, raw: [qdq[k].zeroPoint]))
-            let nodes = [
-                ONNXEncoding.node("QuantizeLinear", inputs: [a.source, sName, zName], outputs: [qName], name: names.make(base + "_quantize")),
-                ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName, zName], outputs: [dqName], name: names.make(base + "_dequantize")),
-            ]
-            if graphInputs.contains(a.source) { leadingNodes += nodes } else { nodesAfter[a.source, default: []] += nodes }
-        }
+        let qdq = try StaticRewrite.activationQDQ(plan, ranges: ranges, name: name)
+        var rewrite = StaticRewrite(file)
+        rewrite.addActivationPairs(qdq)
         let inputScale = Dictionary(qdq.map { ($0.activation.name, $0.scale) }, uniquingKeysWith: { a, _ in a })
 
-        // Weights and biases.
-        var summaries: [QuantizedModel.TensorSummary] = []
-        var replacedFields = Set<Int>()
-        var replacedNames = Set<String>()
+        // Weights (once each) and biases (once per op reading them).
         var initializerByName: [String: ONNXModelFile.Initializer] = [:]
         for t in file.initializers { initializerByName[t.name] = t }
-        var weightScales: [String: [Float]] = [:]
-        var biases = 0
-        /// Readers of each bias (node inputs and graph outputs), how many quantized copies it has, and
-        /// the copy each op reads as input 2 (by node field) when the bias is shared.
-        var biasReaders: [String: Int] = [:]
-        for n in file.nodes { for i in n.inputs where !i.isEmpty { biasReaders[i, default: 0] += 1 } }
-        var quantizedBiases: [String: Int] = [:]
-        var biasRename: [Int: String] = [:]
         for op in plan.ops {
             guard let t = initializerByName[op.weight] else { continue }
-            if weightScales[t.name] == nil {
-                let w = try file.floats(t)
-                let (q, scales) = WeightQuantization.symmetricInt8(w, dims: t.dims, axis: op.axis)
-                let inner = t.dims[(op.axis + 1)...].reduce(1, *)
-                var maxErr: Float = 0, sq: Double = 0
-                for i in w.indices {
-                    let e = abs(w[i] - Float(Int8(bitPattern: q[i])) * scales[(i / inner) % scales.count])
-                    maxErr = max(maxErr, e)
-                    sq += Double(e) * Double(e)
-                }
-                summaries.append(.init(name: t.name, dims: t.dims, maxAbsError: maxErr, rmsError: Float((sq / Double(max(1, w.count))).squareRoot())))
-                let weight = ONNXEncoding.dequantizedInt8Weight(t.name, dims: t.dims, q: q, scales: scales, axis: op.axis, names: &names)
-                newInitializers += weight.initializers
-                leadingNodes.append(weight.node)
-                weightScales[t.name] = scales
-                replacedFields.insert(t.fieldIndex)
-                replacedNames.insert(t.name)
-            }
+            if rewrite.weightScales[t.name] == nil { try rewrite.quantizeWeight(t, axis: op.axis) }
             let x = file.nodes[op.node].inputs[0]
             guard let biasName = op.bias, let b = initializerByName[biasName], let sx = inputScale[x],
-                  let sw = weightScales[t.name] else { continue }
-            let values = try file.floats(b)
-            guard values.count == sw.count else { continue }
-            var raw: [UInt8] = []
-            raw.reserveCapacity(values.count * 4)
-            var scales: [Float] = []
-            for (c, v) in values.enumerated() {
-                let s = sx * sw[c]
-                scales.append(s)
-                let q = s > 0 ? (Double(v) / Double(s)).rounded(.toNearestOrEven) : 0
-                let clamped = Int32(max(Double(Int32.min), min(Double(Int32.max), q.isFinite ? q : 0)))
-                let bits = UInt32(bitPattern: clamped)
-                for i in 0..<4 { raw.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt32(i)))) }
-            }
-            // The DequantizeLinear output keeps the bias's name when this op is its only reader.
-            let only = (biasReaders[b.name] ?? 0) == 1
-            let qName = names.make(b.name + "_quantized"), sName = names.make(b.name + "_scale")
-            let dqName = only ? b.name : names.make(b.name + "_dequantized")
-            newInitializers.append(ONNXEncoding.tensor(name: qName, dims: b.dims, type: .int32, raw: raw))
-            newInitializers.append(ONNXEncoding.floatTensor(name: sName, dims: [scales.count], values: scales))
-            leadingNodes.append(ONNXEncoding.node("DequantizeLinear", inputs: [qName, sName], outputs: [dqName],
-                                                  name: names.make(b.name + "_dequantize"), ints: [("axis", 0)]))
-            if only {
-                replacedFields.insert(b.fieldIndex)
-                replacedNames.insert(b.name)
-            } else {
-                biasRename[file.nodes[op.node].fieldIndex] = dqName
-                quantizedBiases[b.name, default: 0] += 1
-                if quantizedBiases[b.name] == biasReaders[b.name] {
-                    replacedFields.insert(b.fieldIndex)
-                    replacedNames.insert(b.name)
-                }
-            }
-            biases += 1
+                  let sw = rewrite.weightScales[t.name] else { continue }
+            try rewrite.quantizeBias(b, node: op.node, inputScale: sx, weightScales: sw)
         }
 
-        // GraphProto: weight and graph-input QDQ nodes first, each activation's pair after its
-        // producer, readers of quantized tensors renamed, dropped Relus and replaced initializers
-        // (with their graph-input and value_info entries) left out, new initializers last.
         let droppedNodes = Set(plan.activations.compactMap(\.droppedRelu).map { file.nodes[$0].fieldIndex })
         let droppedNames = Set(plan.activations.filter { $0.droppedRelu != nil }.map(\.name))
-        let quantizeSources = Dictionary(qdq.map { ($0.activation.source, $0.activation.name) }, uniquingKeysWith: { a, _ in a })
-        let nodeByField = Dictionary(uniqueKeysWithValues: file.nodes.map { ($0.fieldIndex, $0) })
-        let source = file.scanner.bytes
-        let replacedInputFields = Set(file.inputs.filter { replacedNames.contains($0.name) }.map(\.fieldIndex))
-        var graph = ProtoWriter()
-        var nodesWritten = false
-        for (index, f) in file.graphFields.enumerated() {
-            if replacedFields.contains(index) || replacedInputFields.contains(index) || droppedNodes.contains(index) { continue }
-            if f.number == 13, f.wire == 2, !droppedNames.isEmpty,
-               let n = try file.scanner.fields(in: f.payload, "ValueInfoProto").first(where: { $0.number == 1 && $0.wire == 2 }),
-               droppedNames.contains(file.scanner.string(n)) {
-                continue
-            }
-            if f.number == 1 && !nodesWritten {
-                for n in leadingNodes { graph.message(1, n) }
-                nodesWritten = true
-            }
-            guard f.number == 1, let node = nodeByField[index] else {
-                graph.raw(source[f.span])
-                continue
-            }
-            var inputs = node.inputs.map { rename[$0] ?? $0 }
-            if let b = biasRename[index], inputs.count > 2 { inputs[2] = b }
-            if inputs != node.inputs {
-                graph.message(1, try file.node(node, inputs: inputs, outputs: node.outputs))
-            } else {
-                graph.raw(source[f.span])
-            }
-            for o in node.outputs where quantizeSources[o] != nil {
-                for n in nodesAfter[o] ?? [] { graph.message(1, n) }
-            }
-        }
-        for t in newInitializers { graph.message(5, t) }
-
-        var model = ProtoWriter()
-        for (index, f) in file.modelFields.enumerated() {
-            if index == file.graphFieldIndex { model.message(7, graph) } else { model.raw(source[f.span]) }
-        }
+        let graph = try rewrite.graph(droppedNodes: droppedNodes, droppedNames: droppedNames)
         let summary = Summary(activations: qdq.count, calibrated: plan.calibrated.count,
-                              droppedRelus: droppedNames.count, biases: biases, calibrationInputs: inputs.count, method: method)
-        let note = "int8-static: \(summaries.count) weight tensors int8 symmetric per output channel, \(biases) biases int32, "
+                              droppedRelus: droppedNames.count, biases: rewrite.biases, calibrationInputs: inputs.count, method: method)
+        let note = "int8-static: \(rewrite.summaries.count) weight tensors int8 symmetric per output channel, \(rewrite.biases) biases int32, "
             + "\(qdq.count) activation tensors uint8 per tensor (calibration: \(method), \(inputs.count) inputs)"
-        model.message(14, ONNXEncoding.metadataEntry(key: "glimpse.quantization", value: note))
         var kept = 0
-        for t in file.initializers where t.dataType == 1 && !replacedNames.contains(t.name) { kept += t.count }
-        return (QuantizedModel(mode: .int8Static, bytes: model.bytes, tensors: summaries, keptFloatElements: kept), summary)
+        for t in file.initializers where t.dataType == 1 && !rewrite.replacedNames.contains(t.name) { kept += t.count }
+        let model = QuantizedModel(mode: .int8Static, bytes: file.model(graph: graph, quantizationNote: note),
+                                   tensors: rewrite.summaries, keptFloatElements: kept)
+        return (model, summary)
     }
 
     /// Reads `inputPath`, quantizes it with `inputs` as calibration data, checks that the variant loads

@@ -158,11 +158,7 @@ final class FamilyRouter: @unchecked Sendable {
     }
 
     /// Non-engine CPU nanoseconds per image request, as the split counts it (nil until measured).
-    var overheadCPUNanosPerRequest: Double? {
-        lock.lock()
-        defer { lock.unlock() }
-        return overhead.cpuNanosPerRequest
-    }
+    var overheadCPUNanosPerRequest: Double? { lock.withLock { overhead.cpuNanosPerRequest } }
 
     /// Each variant's own CPU per request outside the engine (ns), where windows have told it apart.
     var variantOverheadNanos: [String: Double] {
@@ -174,11 +170,7 @@ final class FamilyRouter: @unchecked Sendable {
     }
 
     /// Cores the process gets when it wants them all (`RequestOverhead.availableCores`).
-    var availableCores: Double {
-        lock.lock()
-        defer { lock.unlock() }
-        return overhead.availableCores
-    }
+    var availableCores: Double { lock.withLock { overhead.availableCores } }
 
     private func noVariant(_ family: String, _ variants: [LoadedModel], _ minAccuracy: Double?) -> ServingError {
         let best = variants.compactMap(\.metadata.accuracy).max()
