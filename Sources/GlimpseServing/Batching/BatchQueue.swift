@@ -354,12 +354,7 @@ final class BatchQueue: @unchecked Sendable {
     }
 
     private func resume(_ batch: [Pending], with results: Result<[BatchItemResult], any Error>) {
-        switch results {
-        case .success(let answers):
-            for (item, answer) in zip(batch, answers) { item.continuation.resume(returning: answer) }
-        case .failure(let error):
-            for item in batch { item.continuation.resume(throwing: error) }
-        }
+        for (i, item) in batch.enumerated() { item.continuation.resume(with: results.map { $0[i] }) }
     }
 
     /// Runs a batch and returns its cost and each item's answer (in batch order), or the error
