@@ -78,18 +78,19 @@ final class Int8KernelTests: XCTestCase {
         }
     }
 
-    /// Stride and dilation 1 along rows: the vector im2col (VNNI builds), over rows shorter and longer
-    /// than a tile, windows reaching past every edge, and channel counts that leave k-group tails.
-    func testUnitStrideIm2colMatchesReference() {
+    /// Stride 1 or 2 and dilation 1 along rows: the vector im2col (VNNI builds), over rows shorter and
+    /// longer than a tile, windows reaching past every edge, and channel counts that leave k-group tails.
+    func testRowRunIm2colMatchesReference() {
         var rng = TestRandom(seed: 29)
-        for trial in 0..<60 {
+        for trial in 0..<80 {
             let kh = rng.int(1...5), kw = rng.int(trial % 4 == 0 ? 2...5 : 1...3)
             let ph = rng.int(0...kh - 1), pw = rng.int(0...kw - 1), sh = rng.int(1...2), dh = rng.int(1...2)
+            let sw = trial % 2 == 0 ? 1 : 2
             let h = rng.int((kh - 1) * dh + 1...14), w = rng.int(kw...(trial % 3 == 0 ? 70 : 12))
             let cin = rng.int(1...7), cout = rng.int(1...20)
             let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
-                                 strideH: sh, strideW: 1, dilationH: dh, dilationW: 1, padTop: ph, padLeft: pw,
-                                 outHeight: (h + 2 * ph - (kh - 1) * dh - 1) / sh + 1, outWidth: w + 2 * pw - kw + 1)
+                                 strideH: sh, strideW: sw, dilationH: dh, dilationW: 1, padTop: ph, padLeft: pw,
+                                 outHeight: (h + 2 * ph - (kh - 1) * dh - 1) / sh + 1, outWidth: (w + 2 * pw - kw) / sw + 1)
             guard !g.isPointwise else { continue }
             checkConv(&rng, g, cout: cout, trial: trial)
         }

@@ -33,8 +33,8 @@ public struct QS8Conv: Sendable {
             packPointwise(x: x, p0: p0, n: n, panel: panel)
         } else {
 #if GLIMPSE_VNNI
-            if geometry.strideW == 1 && geometry.dilationW == 1 {
-                packIm2colUnitStride(x: x, p0: p0, n: n, panel: panel)
+            if geometry.strideW <= 2 && geometry.dilationW == 1 {
+                packIm2colRuns(x: x, p0: p0, n: n, panel: panel)
             } else {
                 packIm2col(x: x, p0: p0, n: n, panel: panel)
             }
@@ -83,14 +83,15 @@ public struct QS8Conv: Sendable {
     /// Output rows the tile's pixels cross: at most this many runs (beyond it, the byte path).
     static let maxRuns = 8
 
-    /// The im2col panel when the window moves one input pixel per output pixel along a row (stride
-    /// and dilation 1 across): each panel row kk = (ci, ky, kx) is, per output row the tile crosses,
-    /// one contiguous stretch of an input row. Four panel rows are gathered at a time into 32-byte
-    /// rows (one unaligned vector copy per stretch, the zero point where the window leaves the
-    /// input) and interleaved into the panel's k-groups, 16 pixels per instruction. Same panel as
-    /// `packIm2col`, bit for bit.
+    /// The im2col panel when the window moves one or two input pixels per output pixel along a row
+    /// (stride 1 or 2 across, dilation 1): each panel row kk = (ci, ky, kx) is, per output row the
+    /// tile crosses, one stretch of an input row, contiguous or every other byte. Four panel rows are
+    /// gathered at a time into 32-byte rows (one unaligned vector load per stretch, halved to the
+    /// even bytes by a truncating word-to-byte move for stride 2, the zero point where the window
+    /// leaves the input) and interleaved into the panel's k-groups, 16 pixels per instruction. Same
+    /// panel as `packIm2col`, bit for bit.
     @inline(__always)
-    func packIm2colUnitStride(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
+    func packIm2colRuns(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
         let g = geometry
         let zx = inputZeroPoint
         // The runs: (output row, first output column, pixels, first panel column).
@@ -109,8 +110,9 @@ public struct QS8Conv: Sendable {
                 oy += 1
             }
         }
-        // The last byte a 32-byte load may read: the end of this image's input.
+        // The end of this image's input: no vector load reads past it.
         let end = x + g.inChannels * g.inPixels
+        let stride = g.strideW
         let k = g.patchSize
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4 * 64) { rowsBuffer in
             guard let rows = rowsBuffer.baseAddress else { return }
@@ -141,18 +143,20 @@ public struct QS8Conv: Sendable {
                             for m in 0..<count { out[m] = zx }
                             continue
                         }
-                        let ix0 = Int(runs.1[q]) + dx
-                        let lo = min(count, max(0, -ix0)), hi = max(lo, min(count, g.inWidth - ix0))
-                        let src = plane + iy * g.inWidth + ix0 + lo
+                        let ix0 = Int(runs.1[q]) * stride + dx
+                        let lo = min(count, ix0 < 0 ? (stride - 1 - ix0) / stride : 0)
+                        let hi = max(lo, ix0 >= g.inWidth ? 0 : min(count, (g.inWidth - 1 - ix0) / stride + 1))
+                        let src = plane + iy * g.inWidth + ix0 + lo * stride
                         if hi == lo {
                             // The window lies wholly in the padding for this run.
-                        } else if src + 32 <= end {
-                            // 32 bytes from the stretch's start; what lies past the stretch is
+                        } else if src + 32 * stride <= end {
+                            // 32 pixels from the stretch's start; what lies past the stretch is
                             // overwritten by the next run or the zero-point fill below.
-                            UnsafeMutableRawPointer(out + lo).storeBytes(
-                                of: UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt8>.self), as: SIMD32<UInt8>.self)
+                            let pixels = stride == 1 ? UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt8>.self)
+                                : SIMD32<UInt8>(truncatingIfNeeded: UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt16>.self))
+                            UnsafeMutableRawPointer(out + lo).storeBytes(of: pixels, as: SIMD32<UInt8>.self)
                         } else {
-                            for m in 0..<(hi - lo) { out[lo + m] = src[m] }
+                            for m in 0..<(hi - lo) { out[lo + m] = src[m * stride] }
                         }
                         for m in 0..<lo { out[m] = zx }
                         for m in hi..<count { out[m] = zx }
