@@ -48,6 +48,7 @@ let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hum
 let nioHTTP2: Target.Dependency = .product(name: "NIOHTTP2", package: "swift-nio-http2")
 let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
 let histogram: Target.Dependency = .product(name: "Histogram", package: "hdrhistogram-swift")
 
 let package = Package(
@@ -98,7 +99,7 @@ let package = Package(
             name: "GlimpseServing",
             dependencies: [
                 "GlimpseEngine", "GlimpseONNX", "GlimpseImage", "GlimpseTensor", "GlimpseJSON", nioPosix, logging, metrics,
-                serviceLifecycle,
+                serviceLifecycle, crypto,
             ],
             swiftSettings: serviceSettings
         ),
@@ -106,8 +107,7 @@ let package = Package(
         .target(
             name: "GlimpseModelTools",
             dependencies: [
-                "GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "CZlib",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "CZlib", crypto,
             ],
             swiftSettings: serviceSettings
         ),

@@ -31,6 +31,8 @@ public struct ServingConfiguration: Sendable {
     public var selection: SelectionMode
     /// Share of the cores' time the split keeps free (`VariantSplit.Policy.margin`).
     public var splitMargin: Double
+    /// Keys of encrypted model files (`*.onnx.enc`), by key id.
+    public var modelKeys = ModelKeyring()
 
     public init(decodeThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
                 engineThreads: Int = ProcessInfo.processInfo.activeProcessorCount,

@@ -20,6 +20,7 @@ struct Bench: AsyncParsableCommand {
     @Flag(name: .customLong("models"), help: "Print the model table of the loaded models.") var modelTable = false
     @Option(name: .customLong("model-dir"), help: "Folder of .onnx models with sidecar JSON or a models.json manifest.")
     var modelDir: String = ModelOptions.defaultFolder
+    @OptionGroup var keys: ModelKeyOptions
     @Option(help: "Intra-op threads of the engine (default: all cores, as serve).") var threads: Int = ProcessInfo.processInfo.activeProcessorCount
     @Option(help: "Seconds of runs per model and batch size.") var seconds: Double = 1
     @Option(help: "Comma-separated batch sizes for models with a free batch dimension.") var batches: String = "1,8,32"
@@ -49,7 +50,9 @@ struct Bench: AsyncParsableCommand {
         let energy = EnergyMeter(wattsPerCore: wattsPerCore)
         var logger = Logger(label: "glimpse.bench")
         logger.logLevel = .warning
-        let service = InferenceService(configuration: .init(engineThreads: threads, workersPerModel: 1), energy: energy, logger: logger)
+        var serving = ServingConfiguration(engineThreads: threads, workersPerModel: 1)
+        serving.modelKeys = try keys.keyring()
+        let service = InferenceService(configuration: serving, energy: energy, logger: logger)
         defer { service.shutdown() }
         let problems = service.registry.loadDirectory(modelDir)
         for problem in problems { FileHandle.standardError.write(Data("not loaded: \(problem)\n".utf8)) }

@@ -23,7 +23,9 @@ struct Classify: AsyncParsableCommand {
             cropMode = c
         }
         let options = DecodeOptions(dctScaling: try DCTScaling(option: jpegDctScaling))
-        let service = InferenceService(configuration: .init(engineThreads: modelOptions.threads, decodeOptions: options))
+        var serving = ServingConfiguration(engineThreads: modelOptions.threads, decodeOptions: options)
+        serving.modelKeys = try modelOptions.keys.keyring()
+        let service = InferenceService(configuration: serving)
         defer { service.shutdown() }
         let (found, _) = ModelDirectory.scan(modelOptions.models)
         let family = found.filter { $0.family == model }

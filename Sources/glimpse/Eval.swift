@@ -23,7 +23,9 @@ struct Eval: AsyncParsableCommand {
     func run() async throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
         guard batch >= 1, batch <= 1024 else { throw ValidationError("--batch must be between 1 and 1024") }
-        let service = InferenceService(configuration: .init(engineThreads: modelOptions.threads))
+        var serving = ServingConfiguration(engineThreads: modelOptions.threads)
+        serving.modelKeys = try modelOptions.keys.keyring()
+        let service = InferenceService(configuration: serving)
         defer { service.shutdown() }
         let (found, _) = ModelDirectory.scan(modelOptions.models)
         guard let metadata = found.first(where: { $0.name == model }) else {

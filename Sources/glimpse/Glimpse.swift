@@ -19,6 +19,8 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "Intra-op threads of the engine (default: all cores).")
     var threads: Int = ProcessInfo.processInfo.activeProcessorCount
 
+    @OptionGroup var keys: ModelKeyOptions
+
     /// `models/` of the current folder, else the one beside the executable's package.
     static var defaultFolder: String {
         if FileManager.default.fileExists(atPath: "models") { return "models" }

@@ -3,14 +3,16 @@ import Foundation
 import GlimpseServing
 
 struct Models: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage models.", subcommands: [List.self, Pull.self])
+    static let configuration = CommandConfiguration(abstract: "Manage models.", subcommands: [List.self, Pull.self, Keygen.self, Encrypt.self, Decrypt.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Load the model folder and list what loads, with input specs.")
         @OptionGroup var modelOptions: ModelOptions
 
         func run() async throws {
-            let service = InferenceService(configuration: .init(engineThreads: 1))
+            var serving = ServingConfiguration(engineThreads: 1)
+            serving.modelKeys = try modelOptions.keys.keyring()
+            let service = InferenceService(configuration: serving)
             defer { service.shutdown() }
             let problems = service.registry.loadDirectory(modelOptions.models)
             for m in service.registry.all {

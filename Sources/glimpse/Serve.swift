@@ -132,7 +132,7 @@ struct Serve: AsyncParsableCommand {
         let dctScaling = try DCTScaling(option: jpegDctScaling)
         guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
         guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
-        return ServingConfiguration(
+        var serving = ServingConfiguration(
             engineThreads: modelOptions.threads,
             workersPerModel: workers,
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
@@ -140,6 +140,8 @@ struct Serve: AsyncParsableCommand {
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
             maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
             decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin)
+        serving.modelKeys = try modelOptions.keys.keyring()
+        return serving
     }
 
     /// The front-door options, checked.

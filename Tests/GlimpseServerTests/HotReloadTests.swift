@@ -1,6 +1,7 @@
 import Foundation
 import GlimpseLoad
 import GlimpseRPC
+import GlimpseServing
 import GlimpseTestSupport
 import XCTest
 
@@ -82,5 +83,43 @@ final class HotReloadTests: XCTestCase {
         XCTAssertFalse(reply.jsonString.contains(dir.path), "no server paths in the error")
         let ok = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
         XCTAssertEqual(try JSONValue.parse([UInt8](ok.body))["result"]?["predictions"]?[0]?["label"]?.stringValue, "6")
+    }
+}
+
+/// An encrypted model (`*.onnx.enc`) served with `--model-key-file`: a tampered replacement is refused
+/// by `models.reload` with -32002 naming the file and the reason, and the loaded version keeps serving.
+final class EncryptedReloadTests: XCTestCase {
+    func testTamperedEncryptedReplacementIsRefused() throws {
+        let dir = try temporaryFolder("encrypted-reload").url
+        let key = (0..<32).map { UInt8(($0 * 37 + 11) & 0xff) }
+        let keyFile = dir.appendingPathComponent("model.key")
+        try Data("srv-1 \(Data(key).base64EncodedString())\n".utf8).write(to: keyFile)
+        var keyring = ModelKeyring()
+        try keyring.add(id: "srv-1", key: key)
+        let models = dir.appendingPathComponent("models")
+        try FileManager.default.createDirectory(at: models, withIntermediateDirectories: true)
+        let sealed = try EncryptedModelFile.seal(try SharedData.bytes("models/mnist-8.onnx"), name: "mnist-8.onnx",
+                                                 keyID: "srv-1", keyring: keyring)
+        let file = models.appendingPathComponent("mnist-8.onnx.enc")
+        try Data(sealed).write(to: file)
+        try #"{"preprocessing": "mnist", "family": "digits", "variant": "mnist-8", "version": "1"}"#
+            .write(to: models.appendingPathComponent("mnist-8.json"), atomically: true, encoding: .utf8)
+        let server = try GlimpseProcess(arguments: ["--models", models.path, "--admin-without-auth", "--model-key-file", keyFile.path])
+        defer { server.stop() }
+        let classify = { () throws -> String? in
+            let ok = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
+            return try JSONValue.parse([UInt8](ok.body))["result"]?["predictions"]?[0]?["label"]?.stringValue
+        }
+        XCTAssertEqual(try classify(), "6")
+        var tampered = sealed
+        tampered[sealed.count / 2] ^= 0x04
+        try Data(tampered).write(to: file)
+        let body = #"{"jsonrpc":"2.0","id":9,"method":"models.reload","params":{"model":"mnist-8"}}"#
+        let reply = try JSONValue.parse([UInt8](try ExternalClient.curl(server.base + "/rpc", body: Data(body.utf8)).body))
+        XCTAssertEqual(reply["error"]?["code"]?.intValue, -32002, reply.jsonString)
+        let message = reply["error"]?["message"]?.stringValue ?? ""
+        XCTAssertTrue(message.contains("mnist-8.onnx.enc") && message.contains("authentication failed"), message)
+        XCTAssertFalse(reply.jsonString.contains(dir.path), "no server paths in the error")
+        XCTAssertEqual(try classify(), "6")
     }
 }

@@ -25,8 +25,14 @@ public enum ModelDirectory {
             seenFiles.insert((entry.file as NSString).lastPathComponent)
             _ = name
         }
-        for entry in entries.sorted() where entry.hasSuffix(".onnx") && !seenFiles.contains(entry) {
-            let stem = String(entry.dropLast(5))
+        let modelFiles = entries.filter { $0.hasSuffix(".onnx") || EncryptedModelFile.isEncrypted($0) }
+        for entry in modelFiles.sorted() where !seenFiles.contains(entry) {
+            let encrypted = EncryptedModelFile.isEncrypted(entry)
+            let stem = String(entry.dropLast(encrypted ? 9 : 5))
+            if encrypted && entries.contains(stem + ".onnx") && !seenFiles.contains(stem + ".onnx") {
+                issues.append(ScanIssue(file: entry, reason: "both \(stem).onnx and \(entry) present; the plain file loads"))
+                continue
+            }
             let sidecar = (directory as NSString).appendingPathComponent(stem + ".json")
             if fm.fileExists(atPath: sidecar) {
                 do {

@@ -47,7 +47,15 @@ public final class ModelRegistry: @unchecked Sendable {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).resolvingSymlinksInPath) else {
             throw ServingError.modelUnavailable("model file \(metadata.file) not found")
         }
-        let compiled = try ONNXLoader.load(path: path, options: EngineOptions(threads: configuration.engineThreads, widenFixedBatch: true))
+        let options = EngineOptions(threads: configuration.engineThreads, widenFixedBatch: true)
+        let compiled: CompiledModel
+        if EncryptedModelFile.isEncrypted(path) {
+            // Decrypted in memory only: no plaintext copy is ever written.
+            let bytes = try EncryptedModelFile.open(path: path, keyring: configuration.modelKeys)
+            compiled = try ONNXLoader.load(bytes: bytes, name: EncryptedModelFile.boundName(forPath: path), options: options)
+        } else {
+            compiled = try ONNXLoader.load(path: path, options: options)
+        }
         // Which quantized nodes run in int8 and which stayed in fp32 (and why).
         for note in compiled.loadNotes {
             logger.info("engine: \(note)", metadata: ["model": "\(metadata.name)"])
