@@ -33,13 +33,8 @@ public func qu8_lookup(_ x: UnsafePointer<UInt8>, _ y: UnsafeMutablePointer<UInt
 #if GLIMPSE_VNNI
     @inline(__always) func load(_ p: UnsafeRawPointer) -> SIMD8<Int64> { p.loadUnaligned(as: SIMD8<Int64>.self) }
     let t0 = load(table), t1 = load(table + 64), t2 = load(table + 128), t3 = load(table + 192)
-    let top = SIMD64<UInt8>(repeating: 0x80)
     while i + 64 <= count {
-        let idx = load(x + i)
-        let low = unsafeBitCast(glimpse_permute2_u8_512(t0, idx, t1), to: SIMD64<UInt8>.self)
-        let high = unsafeBitCast(glimpse_permute2_u8_512(t2, idx, t3), to: SIMD64<UInt8>.self)
-        let v = low.replacing(with: high, where: unsafeBitCast(idx, to: SIMD64<UInt8>.self) .>= top)
-        UnsafeMutableRawPointer(y + i).storeBytes(of: v, as: SIMD64<UInt8>.self)
+        UnsafeMutableRawPointer(y + i).storeBytes(of: glimpse_lookup256_u8_512(load(x + i), t0, t1, t2, t3), as: SIMD8<Int64>.self)
         i += 64
     }
 #endif

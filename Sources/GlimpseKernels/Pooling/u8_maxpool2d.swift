@@ -1,3 +1,7 @@
+#if GLIMPSE_VNNI
+import CGlimpseSIMD
+#endif
+
 /// 2-D max pooling of uint8 NCHW channel planes (quantized activations), one output row at a time,
 /// as `f32_pool2d_rows` does for floats: the window's input rows are first reduced into one row
 /// (64 or 16 bytes at a time) that carries the left and right padding, then each block of 32
@@ -63,30 +67,38 @@ public struct u8_maxpool2d_rows {
     @inline(__always)
     private func reduceRows(_ first: UnsafePointer<UInt8>, rows: Int, into inner: UnsafeMutablePointer<UInt8>) {
         let width = g.inWidth, step = g.dilationH * width
-        @inline(__always) func column<V: SIMD>(_ iw: Int, _: V.Type) where V.Scalar == UInt8 {
+        @inline(__always) func column64(_ iw: Int) {
             var p = UnsafeRawPointer(first + iw)
-            var v = p.loadUnaligned(as: V.self)
+            var v = p.loadUnaligned(as: SIMD64<UInt8>.self)
             for _ in 1..<max(1, rows) {
                 p += step
-                let w = p.loadUnaligned(as: V.self)
-                v = v.replacing(with: w, where: v .< w)
+                v = u8Max(v, p.loadUnaligned(as: SIMD64<UInt8>.self))
             }
-            UnsafeMutableRawPointer(inner + iw).storeBytes(of: v, as: V.self)
+            UnsafeMutableRawPointer(inner + iw).storeBytes(of: v, as: SIMD64<UInt8>.self)
+        }
+        @inline(__always) func column16(_ iw: Int) {
+            var p = UnsafeRawPointer(first + iw)
+            var v = p.loadUnaligned(as: SIMD16<UInt8>.self)
+            for _ in 1..<max(1, rows) {
+                p += step
+                v = u8Max(v, p.loadUnaligned(as: SIMD16<UInt8>.self))
+            }
+            UnsafeMutableRawPointer(inner + iw).storeBytes(of: v, as: SIMD16<UInt8>.self)
         }
         if width >= 64 {
             var iw = 0
             while iw + 64 <= width {
-                column(iw, SIMD64<UInt8>.self)
+                column64(iw)
                 iw += 64
             }
-            if iw < width { column(width - 64, SIMD64<UInt8>.self) }
+            if iw < width { column64(width - 64) }
         } else if width >= 16 {
             var iw = 0
             while iw + 16 <= width {
-                column(iw, SIMD16<UInt8>.self)
+                column16(iw)
                 iw += 16
             }
-            if iw < width { column(width - 16, SIMD16<UInt8>.self) }
+            if iw < width { column16(width - 16) }
         } else {
             for iw in 0..<width {
                 var v = first[iw]
@@ -102,8 +114,7 @@ public struct u8_maxpool2d_rows {
         let base = UnsafeRawPointer(row + ow)
         var acc = base.loadUnaligned(as: SIMD32<UInt8>.self)
         for t in 1..<max(1, g.kernelWidth) {
-            let v = base.loadUnaligned(fromByteOffset: t * g.dilationW, as: SIMD32<UInt8>.self)
-            acc = acc.replacing(with: v, where: acc .< v)
+            acc = u8Max(acc, base.loadUnaligned(fromByteOffset: t * g.dilationW, as: SIMD32<UInt8>.self))
         }
         return acc
     }
@@ -115,6 +126,14 @@ public struct u8_maxpool2d_rows {
     @inline(__always)
     private func windowStride2(_ ow: Int) -> SIMD32<UInt8> {
         let base = UnsafeRawPointer(row + 2 * ow)
+#if GLIMPSE_VNNI
+        var wide = SIMD8<Int64>()
+        for t in 0..<g.kernelWidth {
+            let d = t * g.dilationW
+            wide = glimpse_max_u16_byte_512(wide, base.loadUnaligned(fromByteOffset: d & ~1, as: SIMD8<Int64>.self), Int32(d & 1))
+        }
+        return unsafeBitCast(glimpse_narrow_u16_u8_512(wide), to: SIMD32<UInt8>.self)
+#else
         var acc = SIMD32<UInt16>()
         for t in 0..<g.kernelWidth {
             let d = t * g.dilationW
@@ -123,6 +142,7 @@ public struct u8_maxpool2d_rows {
             acc = acc.replacing(with: lane, where: acc .< lane)
         }
         return SIMD32<UInt8>(truncatingIfNeeded: acc)
+#endif
     }
 
     /// Stores output columns `ow..<ow+32` of output row `oh` (`out` is that row): a whole vector
@@ -136,6 +156,38 @@ public struct u8_maxpool2d_rows {
             for t in 0..<(g.outWidth &- ow) { out[ow &+ t] = v[t] }
         }
     }
+}
+
+/// Lane-wise unsigned byte maxima: `vpmaxub` on AVX-512 targets (the generic comparison and blend
+/// on uint8 lanes is not vectorized).
+@inline(__always)
+func u8Max(_ a: SIMD64<UInt8>, _ b: SIMD64<UInt8>) -> SIMD64<UInt8> {
+#if GLIMPSE_VNNI
+    return unsafeBitCast(glimpse_max_u8_512(unsafeBitCast(a, to: SIMD8<Int64>.self), unsafeBitCast(b, to: SIMD8<Int64>.self)),
+                         to: SIMD64<UInt8>.self)
+#else
+    return a.replacing(with: b, where: a .< b)
+#endif
+}
+
+@inline(__always)
+func u8Max(_ a: SIMD32<UInt8>, _ b: SIMD32<UInt8>) -> SIMD32<UInt8> {
+#if GLIMPSE_VNNI
+    return unsafeBitCast(glimpse_max_u8_256(unsafeBitCast(a, to: SIMD4<Int64>.self), unsafeBitCast(b, to: SIMD4<Int64>.self)),
+                         to: SIMD32<UInt8>.self)
+#else
+    return a.replacing(with: b, where: a .< b)
+#endif
+}
+
+@inline(__always)
+func u8Max(_ a: SIMD16<UInt8>, _ b: SIMD16<UInt8>) -> SIMD16<UInt8> {
+#if GLIMPSE_VNNI
+    return unsafeBitCast(glimpse_max_u8_128(unsafeBitCast(a, to: SIMD2<Int64>.self), unsafeBitCast(b, to: SIMD2<Int64>.self)),
+                         to: SIMD16<UInt8>.self)
+#else
+    return a.replacing(with: b, where: a .< b)
+#endif
 }
 
 /// Scalar reference uint8 max pooling over one plane: the maximum of the window's cells inside the
