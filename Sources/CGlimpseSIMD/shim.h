@@ -64,6 +64,28 @@ GLIMPSE_INLINE __m512i glimpse_interleave4x16_u8(const void *r0, const void *r1,
     out = _mm512_inserti32x4(out, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
     return out;
 }
+
+/// Bytes of a 256-entry table: byte j is table[idx[j]], the table given as four 64-byte parts
+/// (two `vpermt2b` on the index's low 7 bits, its top bit picking between them).
+GLIMPSE_INLINE __m512i glimpse_lookup256_u8_512(__m512i idx, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
+    __m512i lo = glimpse_permute2_u8_512(t0, idx, t1), hi = glimpse_permute2_u8_512(t2, idx, t3);
+    return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+}
+
+/// Unsigned byte maxima (`vpmaxub`) of 64, 32 and 16 bytes.
+GLIMPSE_INLINE __m512i glimpse_max_u8_512(__m512i a, __m512i b) { return _mm512_max_epu8(a, b); }
+GLIMPSE_INLINE __m256i glimpse_max_u8_256(__m256i a, __m256i b) { return _mm256_max_epu8(a, b); }
+GLIMPSE_INLINE __m128i glimpse_max_u8_128(__m128i a, __m128i b) { return _mm_max_epu8(a, b); }
+
+/// Stride-2 pooling taps from 64 bytes read as 32 16-bit lanes: the maximum of `acc` with the
+/// lanes' low bytes (`odd` 0) or high bytes (`odd` 1), as 16-bit lanes.
+GLIMPSE_INLINE __m512i glimpse_max_u16_byte_512(__m512i acc, __m512i v, int odd) {
+    __m512i b = odd ? _mm512_srli_epi16(v, 8) : _mm512_and_si512(v, _mm512_set1_epi16(0xFF));
+    return _mm512_max_epu16(acc, b);
+}
+
+/// The low byte of each 16-bit lane (`vpmovwb`).
+GLIMPSE_INLINE __m256i glimpse_narrow_u16_u8_512(__m512i v) { return _mm512_cvtepi16_epi8(v); }
 #endif
 
 #if defined(__AVX512F__)

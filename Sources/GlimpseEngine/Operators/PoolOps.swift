@@ -1,7 +1,9 @@
 import GlimpseKernels
 import GlimpseTensor
 
-/// MaxPool / AveragePool over NCHW planes.
+/// MaxPool / AveragePool over NCHW planes of floats; MaxPool also over uint8 planes (quantized
+/// activations, output uint8 with the same scale and zero point: the maximum commutes with the
+/// monotonic dequantization).
 public final class PoolOp: Operator {
     public let opType: String
     public let kind: PoolKind
@@ -22,17 +24,28 @@ public final class PoolOp: Operator {
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
         let x = inputs[0].shape
         let g = try geometry(x)
-        return [ValueType([x[0], x[1], g.outHeight, g.outWidth])]
+        switch inputs[0].dtype {
+        case .float32: break
+        case .uint8:
+            guard case .max = kind else { throw EngineError("\(opType) of uint8 values is not supported") }
+        default: throw EngineError("\(opType) of \(inputs[0].dtype.rawValue) values is not supported")
+        }
+        return [ValueType([x[0], x[1], g.outHeight, g.outWidth], inputs[0].dtype)]
     }
 
     public func workspaceFloats(_ inputs: [ValueType], _ outputs: [ValueType], threads: Int) -> Int {
         guard let g = try? geometry(inputs[0].shape) else { return 0 }
+        if inputs[0].dtype == .uint8 { return threads * Self.u8ScratchFloats(g) }
         return threads * ((Pool2D.scratchCount(g) + 31) / 16 * 16)
     }
+
+    /// Scratch of one thread's `u8_maxpool2d_rows`, in floats (a multiple of 64 bytes).
+    static func u8ScratchFloats(_ g: ConvGeometry) -> Int { (u8_maxpool2d_rows.scratchBytes(g) + 63) / 64 * 16 }
 
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
         guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let g = try geometry(x.shape.dims)
+        if x.dtype == .uint8 { return u8Kernel(ctx, x, g) }
         let planes = x.shape[0] * x.shape[1]
         let src = UnsafePointer(x.f32), dst = ctx.outputs[0].f32
         let per = (Pool2D.scratchCount(g) + 31) / 16 * 16
@@ -57,6 +70,23 @@ public final class PoolOp: Operator {
         return ClosureKernel { pool in
             Self.poolPlanes(pool, geometry: g, kind: kind, input: src, output: dst, planes: planes, scratch: ws,
                             scratchPerThread: per, threads: threads)
+        }
+    }
+
+    /// uint8 MaxPool: runs of planes per task, as `poolPlanes`.
+    func u8Kernel(_ ctx: KernelContext, _ x: Tensor, _ g: ConvGeometry) -> any Kernel {
+        let planes = x.shape[0] * x.shape[1]
+        let src = UnsafePointer(x.pointer(as: UInt8.self)), dst = ctx.outputs[0].pointer(as: UInt8.self)
+        let per = Self.u8ScratchFloats(g), ws = ctx.workspace
+        let tasks = min(planes, ctx.threads * 4)
+        return ClosureKernel { pool in
+            pool.parallelTasks(tasks) { task, thread in
+                let scratch = UnsafeMutableRawPointer(ws + thread * per).assumingMemoryBound(to: UInt8.self)
+                let plane = u8_maxpool2d_rows(geometry: g, scratch: scratch)
+                for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {
+                    plane.run(input: src + p * g.inPixels, output: dst + p * g.outPixels)
+                }
+            }
         }
     }
 

@@ -11,10 +11,15 @@ import GlimpseTensor
 ///   boundary often enough to move probabilities by 0.1 on ShuffleNet-V2.
 /// - `DQ → Reshape / Transpose / Split / Flatten / Squeeze / Unsqueeze / MaxPool → Q` with the same
 ///   scale and zero point on both sides runs the op on the quantized values directly: it moves or
-///   picks values without changing them, so the round trip is the identity.
+///   picks values without changing them, so the round trip is the identity. The op then reads the
+///   quantized value, which `LowerQuantizedToInt8` keeps in uint8 storage for views and 2-D MaxPool
+///   (`PoolOp` has a uint8 max kernel) and converts for anything else (a Transpose or Split runs
+///   on the fp32 lowering's centered floats).
 ///
 /// Ops whose inputs and output have different scales (Concat here) keep their Q/DQ pair: onnxruntime
-/// requantizes them as dequantize-then-quantize too, which is what the pair computes.
+/// requantizes them as dequantize-then-quantize too, which is what the pair computes. After the int8
+/// lowering, `FuseQuantizedConcat` runs such a Concat (and a MaxPool after it) on uint8 values,
+/// requantizing each input by a table that gives the pair's results bit for bit.
 ///
 /// Runs before constant folding, while the weights' DequantizeLinear nodes still show the integers.
 public enum FuseQDQ {

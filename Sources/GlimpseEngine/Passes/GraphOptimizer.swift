@@ -3,7 +3,8 @@ public enum GraphOptimizer {
     public static func optimize(_ graph: Graph) throws {
         FuseQDQ.run(graph)
         try ConstantFolding.run(graph)
-        LowerQuantizedToInt8.run(graph)
+        let uint8 = LowerQuantizedToInt8.run(graph)
+        FuseQuantizedConcat.run(graph, uint8: uint8)
         try LowerQuantizedOps.run(graph)
         try FoldBatchNorm.run(graph)
         try FuseConvBias.run(graph)

@@ -8,22 +8,25 @@ import GlimpseTensor
 ///   `Int8ConvOp`; QLinearMatMul (constant int8 `[K, N]` weights) → `Int8MatMulOp`;
 /// - QLinearAdd, QLinearGlobalAveragePool (per tensor, uint8) → `Int8AddOp`,
 ///   `Int8GlobalAveragePoolOp`;
-/// - views (Reshape, Flatten, ...) keep uint8 values uint8, and DequantizeLinear reads them.
+/// - views (Reshape, Flatten, ...) and MaxPool (2-D, the `PoolOp` uint8 kernel) keep uint8 values
+///   uint8 with their zero point, and DequantizeLinear reads them.
 ///
 /// Any other node is left to the fp32 lowering (`LowerQuantizedOps`), which represents quantized
 /// values as centered floats `q − zp`; `U8CenteredConvertOp` nodes convert where the two meet. Each
 /// quantized node left in fp32 is named, with the reason, in `Graph.notes`.
 ///
 /// Runs after constant folding (weights are then plain int8 constants) and before `LowerQuantizedOps`.
+/// Returns the values it left in uint8 storage, with their zero points.
 public enum LowerQuantizedToInt8 {
     struct Unsupported: Error { let reason: String; init(_ r: String) { reason = r } }
 
-    public static func run(_ graph: Graph, enabled: Bool = int8KernelsAccelerated) {
+    @discardableResult
+    public static func run(_ graph: Graph, enabled: Bool = int8KernelsAccelerated) -> [Int: Int32] {
         guard enabled else {
             if graph.nodes.contains(where: { $0.op is QLinearPlaceholderOp || $0.op is QLinearAddOp }) {
                 graph.notes.append("quantized nodes run on the fp32 lowering: this build has no AVX-512 VNNI int8 kernels")
             }
-            return
+            return [:]
         }
         var zeroPoint = [Int: Int32]()   // values held as uint8 → their zero point
         var nodes: [Graph.Node] = []
@@ -65,7 +68,8 @@ public enum LowerQuantizedToInt8 {
             } catch {
                 fallbacks.append("\(node.label): fp32 (\(error))")
             }
-            if node.op.isView, let first = node.inputs.first, let zp = zeroPoint[first], node.outputs.count == 1 {
+            if node.op.isView || isMaxPool2D(node.op), let first = node.inputs.first, let zp = zeroPoint[first],
+               node.outputs.count == 1 {
                 zeroPoint[node.outputs[0]] = zp
                 nodes.append(node)
                 continue
@@ -94,6 +98,13 @@ public enum LowerQuantizedToInt8 {
             graph.notes.append("\(int8) quantized nodes run in int8, \(fallbacks.count) in fp32")
         }
         graph.notes.append(contentsOf: fallbacks)
+        return zeroPoint
+    }
+
+    /// A 2-D MaxPool, which `PoolOp` runs on uint8 values as they are.
+    static func isMaxPool2D(_ op: any Operator) -> Bool {
+        guard let pool = op as? PoolOp, case .max = pool.kind else { return false }
+        return pool.window.kernelShape?.count == 2
     }
 
     static func params(_ graph: Graph, _ node: Graph.Node, _ s: Int, _ z: Int, _ what: String) throws -> QuantParams {
