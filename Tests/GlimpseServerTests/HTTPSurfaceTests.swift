@@ -118,6 +118,16 @@ final class HTTPSurfaceTests: XCTestCase {
         let rest = try ExternalClient.curl(server.base + "/v1/classify?model=mnist-8", body: try SharedData.data("images/digits/torchserve_3.png"),
                                            contentType: "image/png")
         XCTAssertEqual(rest.status, 401)
+        // Open Inference Protocol: health and the server metadata are open (probes carry no key); a
+        // model's metadata and readiness ask for a key, as infer does.
+        for open in ["/v2/health/live", "/v2/health/ready", "/v2"] {
+            XCTAssertEqual(try ExternalClient.curl(server.base + open).status, 200, open)
+        }
+        for closed in ["/v2/models/mnist-8", "/v2/models/mnist-8/ready"] {
+            XCTAssertEqual(try ExternalClient.curl(server.base + closed).status, 401, closed)
+            XCTAssertEqual(try ExternalClient.curl(server.base + closed, extra: ["-H", "Authorization: Bearer user-key-0123456789abcdef"]).status,
+                           200, closed)
+        }
 
         let user = ["-H", "Authorization: Bearer user-key-0123456789abcdef"]
         let admin = ["-H", "Authorization: Bearer admin-key-0123456789abcdef"]

@@ -5,7 +5,8 @@ import Hummingbird
 import NIOCore
 
 /// The Open Inference Protocol (KServe v2, as Triton and MLServer speak it) beside JSON-RPC, on the
-/// same router: the same port, API keys (for infer; GETs are open), body limit and drain. Infer runs through the dispatcher
+/// same router: the same port, API keys (for a model's metadata, readiness and infer; health and the
+/// server metadata stay open, as /healthz and /readyz are), body limit and drain. Infer runs through the dispatcher
 /// (`v2.infer` in metrics) and the serving path `classify` uses.
 enum OpenInferenceRoutes {
     /// The version `GET /v2` reports.
@@ -25,12 +26,15 @@ enum OpenInferenceRoutes {
             Routes.json(V2Metadata.server(version: serverVersion), status: .ok)
         }
         for prefix in ["/v2/models/:name", "/v2/models/:name/versions/:version"] {
-            // Metadata is open, as every GET is; infer asks for an API key when keys are configured.
-            router.get(RouterPath(prefix)) { _, context -> Response in
-                lookup(context, service: service) { Routes.json(V2Metadata.model($0), status: .ok) }
+            // A model's metadata and readiness name what is loaded: with API keys configured they ask
+            // for one, as `models.list` does over JSON-RPC; so does infer.
+            router.get(RouterPath(prefix)) { request, context -> Response in
+                if let refusal = authenticate(request) { return refusal }
+                return lookup(context, service: service) { Routes.json(V2Metadata.model($0), status: .ok) }
             }
-            router.get(RouterPath(prefix + "/ready")) { _, context -> Response in
-                lookup(context, service: service) { _ in Response(status: state.draining ? .serviceUnavailable : .ok) }
+            router.get(RouterPath(prefix + "/ready")) { request, context -> Response in
+                if let refusal = authenticate(request) { return refusal }
+                return lookup(context, service: service) { _ in Response(status: state.draining ? .serviceUnavailable : .ok) }
             }
             router.post(RouterPath(prefix + "/infer")) { request, context -> Response in
                 if let refusal = authenticate(request) { return refusal }
