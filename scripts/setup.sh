@@ -42,7 +42,8 @@ if [ "${1:-}" = "--test" ]; then
   # package's __init__ imports the model server (fastapi, uvicorn, cloudevents, prometheus-client,
   # grpc-interceptor, timing-asgi, watchfiles, psutil, pandas) and the Kubernetes client (kubernetes,
   # pyyaml, tabulate) even to reach the REST client. Version ranges are kserve 0.21.0's own. h2 lets
-  # httpx speak HTTP/2 (h2c with a transport built http1=False, http2=True).
+  # httpx speak HTTP/2 (h2c with a transport built http1=False, http2=True). pip then warns about the
+  # dependencies left out (grpcio-tools, cryptography, pillow, pyjwt, pyasn1, python-multipart).
   kserve="$(cd "$(dirname "$0")/.." && pwd)/.build/kserve-venv"
   if ! "$kserve/bin/python" -c "from kserve import InferenceRESTClient; import h2" 2>/dev/null; then
     echo "installing kserve (InferenceRESTClient) into $kserve" >&2

@@ -27,8 +27,10 @@ final class OpenInferenceCorpusTests: XCTestCase {
         XCTAssertEqual((output["parameters"] as? [String: Any])?["binary_data"] as? Bool, false)
         XCTAssertEqual((header["parameters"] as? [String: Any])?["crop"] as? String, "fit")
         XCTAssertEqual((header["parameters"] as? [String: Any])?["deadline_ms"] as? Int, 250)
-        // Each body carries its own header length.
-        XCTAssertEqual(corpus.request(1, authority: "localhost").body?.count, length + 4 + 6)
+        // Each body carries its own header length ("binary_data_size":10 is one byte longer than 9).
+        let second = corpus.request(1, authority: "localhost")
+        XCTAssertEqual(second.headers.first { $0.0 == "inference-header-content-length" }?.1, String(length + 1))
+        XCTAssertEqual(second.body?.count, length + 1 + 4 + 6)
         XCTAssertEqual(corpus.request(3, authority: "localhost").headers.filter { $0.0 == "inference-header-content-length" }.count, 1)
     }
 }

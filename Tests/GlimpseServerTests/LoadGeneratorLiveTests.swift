@@ -107,8 +107,8 @@ final class LoadGeneratorLiveTests: XCTestCase {
         XCTAssertGreaterThan(r["achievedRate"]?.doubleValue ?? 0, 0)
         XCTAssertEqual(r["variants"]?["mnist-8"].flatMap { $0.intValue }, r["succeeded"]?.intValue, "v2 answers name the model that served")
 
-        // An input the model does not have: every request is refused, and the run says so.
-        XCTAssertThrowsError(try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "mnist-8",
-                                      "--protocol", "v2", "--v2-input", "nope", "--duration", "0.5", "--max-requests", "10"]))
+        // A model the server does not have: its metadata cannot be read, and glimpse-load says so before sending.
+        XCTAssertThrowsError(try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "no-such-model",
+                                      "--protocol", "v2", "--duration", "0.5", "--max-requests", "10"]))
     }
 }
