@@ -3,7 +3,8 @@
 # tests use: curl, nghttp and h2load (nghttp2-client), nghttpd (nghttp2-server), promtool and
 # prometheus, headless chromium (status page), openssl (test certificates), onnxruntime from
 # PyPI in a virtual environment at .build/onnxruntime-venv (tests run quantized models in it), and
-# NVIDIA's tritonclient (HTTP) in .build/tritonclient-venv (the Open Inference Protocol tests).
+# NVIDIA's tritonclient (HTTP) in .build/tritonclient-venv and KServe's Python client in
+# .build/kserve-venv (the Open Inference Protocol tests).
 set -euo pipefail
 need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
@@ -34,5 +35,24 @@ if [ "${1:-}" = "--test" ]; then
     echo "installing tritonclient[http] into $triton" >&2
     python3 -m venv "$triton"
     "$triton/bin/pip" install -q "tritonclient[http]==2.50.0"
+  fi
+  # KServe's InferenceRESTClient (protocol v2), pinned. The kserve wheel's dependencies include its model
+  # server's whole stack (grpcio-tools, cryptography, pillow, aiohttp, uvicorn[standard], ...), so it is
+  # installed --no-deps with what `from kserve import InferenceRESTClient` needs, found by trying: the
+  # package's __init__ imports the model server (fastapi, uvicorn, cloudevents, prometheus-client,
+  # grpc-interceptor, timing-asgi, watchfiles, psutil, pandas) and the Kubernetes client (kubernetes,
+  # pyyaml, tabulate) even to reach the REST client. Version ranges are kserve 0.21.0's own. h2 lets
+  # httpx speak HTTP/2 (h2c with a transport built http1=False, http2=True). pip then warns about the
+  # dependencies left out (grpcio-tools, cryptography, pillow, pyjwt, pyasn1, python-multipart).
+  kserve="$(cd "$(dirname "$0")/.." && pwd)/.build/kserve-venv"
+  if ! "$kserve/bin/python" -c "from kserve import InferenceRESTClient; import h2" 2>/dev/null; then
+    echo "installing kserve (InferenceRESTClient) into $kserve" >&2
+    python3 -m venv "$kserve"
+    "$kserve/bin/pip" install -q --no-deps "kserve==0.21.0"
+    "$kserve/bin/pip" install -q "httpx>=0.27.2,<1" "h2>=3,<5" "orjson>=3.11.6,<4" "numpy>=1.26,<3" \
+      "pandas>=2.2,<3" "protobuf>=6.33.5,<7" "grpcio>=1.73,<2" "grpc-interceptor>=0.15.4,<1" \
+      "fastapi>=0.115.3,<1" "uvicorn>=0.30.6,<1" "cloudevents>=1.6.2,<2" "prometheus-client>=0.20,<1" \
+      "timing-asgi>=0.3,<1" "watchfiles>=1.0.4,<2" "psutil>=5.9.6,<6" "python-dateutil>=2.8,<3" \
+      "kubernetes>=23.3" "pyyaml>=6,<7" "tabulate>=0.9,<1"
   fi
 fi

@@ -27,6 +27,12 @@ final class ResponseInspectorTests: XCTestCase {
         #"{"result":{"results":5,"variant":"v","batch_size":-3}}"#, #"[{"result":[{"variant":"a"}]},{"error":{"code":2}},3,{"result":{}}]"#,
         #"{"result":{"timing_ms":{"queue":0.5,"inference":null,"other":[1,{"a":"b"}]},"batch_size":null}}"#,
         #"{"error":{"code":-32601,"message":"Method not found","data":{"reason":"unknown_method","detail":{"x":[true,false,null]}}}}"#,
+        #"{"model_name":"squeezenet1.1","model_version":"1","outputs":[{"name":"out","datatype":"BYTES","shape":[1,2],"data":["0.7:207:golden retriever","0.1:257:Great Pyrenees"]}]}"#,
+        #"{"model_name":"m","outputs":[{"data":["0.5:3"]},{"data":["0.1:1:x"]}]}"#, #"{"model_name":"m","outputs":[]}"#,
+        #"{"model_name":"m","outputs":[{"data":[1.5,"0.1:1:x"]}]}"#, #"{"model_name":"m","outputs":[7,{"data":["0.1:1:x"]}]}"#,
+        #"{"model_name":"m","outputs":[{"data":["0.1:1:a:b"],"data":["0.2:2:c"]}]}"#, #"{"model_name":5,"outputs":[{"data":["0.1:1:x"]}]}"#,
+        #"{"error":"no model","model_name":"m"}"#, #"{"model_name":"m","result":{"variant":"v"}}"#, #"{"model_name":"café"}"#,
+        #"[{"model_name":"a","outputs":[{"data":["0.9:0:zero"]}]},{"model_name":"b"}]"#, #"{"model_name":"m","model_name":"n"}"#,
         "OK", "", "   ", "{", "[", "{\"result\":}", "{\"result\":{}} x", "{\"result\":{},}", "[{\"result\":{}},]", "{\"a\" 1}",
         "{\"result\":01}", "{\"result\":1.}", "{\"result\":-}", "{\"result\":.5}", "{\"result\":tru}", "{\"result\":nul}",
         "{\"result\":\"a\u{01}b\"}", "{\"result\":{\"variant\":\"a\"}}\u{0}", "{'result':1}", "{\"result\":NaN}",
@@ -128,5 +134,13 @@ final class ResponseInspectorTests: XCTestCase {
         XCTAssertEqual(outcome, ResponseOutcome(status: 200, results: [.init(variant: nil, queueMs: nil, inferenceMs: nil, batchSize: nil)]))
         ResponseInspector.inspect(status: 200, body: Array("OK".utf8), into: &outcome)
         XCTAssertEqual(outcome, ResponseOutcome(status: 200))
+    }
+
+    func testOpenInferenceResponsesNameTheModelAndTopLabel() {
+        let body = #"{"model_name":"squeezenet1.1","outputs":[{"name":"o","datatype":"BYTES","shape":[1,2],"data":["0.7:207:golden retriever","0.1:1:x"]}]}"#
+        let outcome = ResponseInspector.inspect(status: 200, body: Array(body.utf8))
+        XCTAssertEqual(outcome.results, [.init(variant: "squeezenet1.1", label: "golden retriever")])
+        XCTAssertTrue(outcome.isSuccess)
+        XCTAssertFalse(ResponseInspector.inspect(status: 404, body: Array(#"{"error":"no model"}"#.utf8)).isSuccess)
     }
 }

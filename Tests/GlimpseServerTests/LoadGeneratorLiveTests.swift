@@ -91,4 +91,24 @@ final class LoadGeneratorLiveTests: XCTestCase {
         XCTAssertThrowsError(try run(["--host", "127.0.0.1", "--port", String(server.port), "--tls", "--images", try digitsFolder(),
                                       "--model", "mnist-8", "--duration", "0.5", "--max-requests", "10"]))
     }
+
+    /// `--protocol v2`: Open Inference Protocol infer requests (binary data extension, classification
+    /// extension) instead of JSON-RPC, tensor names read from the model's metadata.
+    func testOpenInferenceProtocolClosedLoop() async throws {
+        let server = try await TestServer.shared.value
+        let dir = try temporaryFolder("load-v2").url
+        _ = try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "mnist-8", "--protocol", "v2",
+                     "-c", "2", "--concurrency", "4", "--duration", "1", "--warmup", "0.2", "--max-requests", "1000",
+                     "--json", dir.appendingPathComponent("v2.json").path])
+        let json = try JSONValue.parse([UInt8](Data(contentsOf: dir.appendingPathComponent("v2.json"))))
+        guard case .array(let runs)? = json["runs"], let r = runs.first else { return XCTFail("no runs") }
+        XCTAssertGreaterThan(r["succeeded"]?.intValue ?? 0, 10)
+        XCTAssertEqual(r["errors"]?.intValue, 0)
+        XCTAssertGreaterThan(r["achievedRate"]?.doubleValue ?? 0, 0)
+        XCTAssertEqual(r["variants"]?["mnist-8"].flatMap { $0.intValue }, r["succeeded"]?.intValue, "v2 answers name the model that served")
+
+        // A model the server does not have: its metadata cannot be read, and glimpse-load says so before sending.
+        XCTAssertThrowsError(try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "no-such-model",
+                                      "--protocol", "v2", "--duration", "0.5", "--max-requests", "10"]))
+    }
 }

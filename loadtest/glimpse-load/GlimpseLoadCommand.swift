@@ -11,6 +11,7 @@ struct GlimpseLoadCommand: ParsableCommand {
         Open loop:    glimpse-load --port 8080 --images imgs/ --rate 200 --poisson
         Step load:    glimpse-load --port 8080 --images imgs/ --rate 300 --rate-steps 50@20 --duration 40 --deadline-ms 100
         Accuracy:     glimpse-load --port 8080 --labels cifar10-test/ --model cifar10 --rate 800 --deadline-ms 25
+        Open Inference: glimpse-load --port 8080 --images imgs/ --protocol v2 --concurrency 16 -c 2
         Own ceiling:  glimpse-load --port 8080 --path /healthz --method GET --concurrency 256 -c 2
         Over TLS:     glimpse-load --tls --host localhost --port 8443 --cacert ca.pem --images imgs/
         Every run ends at --duration or --max-requests, whichever comes first; --warmup is not counted.
@@ -48,6 +49,9 @@ struct GlimpseLoadCommand: ParsableCommand {
     @Option(name: .customLong("images-per-call"), help: "Images per call (more than 1 uses \"images\": [...]).") var imagesPerCall = 1
     @Option(name: .customLong("rpc-batch"), help: "Calls per request, sent as a JSON-RPC batch array.") var rpcBatch = 1
 
+    @Option(name: .customLong("protocol"), help: "jsonrpc: classify calls on --path; v2: Open Inference Protocol infer requests on /v2/models/{model}/infer, one image each with the binary data extension and the classification extension's --top-k.") var protocolName = "jsonrpc"
+    @Option(name: .customLong("v2-input"), help: "With --protocol v2: the BYTES input the image goes in (default: the first BYTES input in the model's metadata).") var v2Input: String?
+
     @Option(help: "Write the results as CSV.") var csv: String?
     @Option(help: "Write the results as JSON.") var json: String?
     @Option(help: "Write an SVG chart (sweep: latency vs throughput; single run: latency over time).") var svg: String?
@@ -59,7 +63,7 @@ struct GlimpseLoadCommand: ParsableCommand {
                     poisson: poisson, duration: duration, warmup: warmup, maxRequests: maxRequests, timeout: timeout,
                     maxOutstanding: maxOutstanding, seed: seed, images: images, labels: labels, body: body, path: path, method: method,
                     model: model, deadlineMs: deadlineMs, sloMs: sloMs, rateSteps: rateSteps, topK: topK, crop: crop, imagesPerCall: imagesPerCall,
-                    rpcBatch: rpcBatch, csv: csv, json: json, svg: svg, quiet: quiet)
+                    rpcBatch: rpcBatch, protocolName: protocolName, v2Input: v2Input, csv: csv, json: json, svg: svg, quiet: quiet)
     }
 
     func validate() throws { try options.validate() }

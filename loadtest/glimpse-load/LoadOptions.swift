@@ -34,6 +34,10 @@ struct LoadOptions {
     var crop = "center"
     var imagesPerCall = 1
     var rpcBatch = 1
+    /// `jsonrpc` (classify on --path) or `v2` (Open Inference Protocol infer on /v2/models/{model}/infer).
+    var protocolName = "jsonrpc"
+    /// v2: the BYTES input the image goes in (default: the first BYTES input of the model's metadata).
+    var v2Input: String?
     var csv: String?
     var json: String?
     var svg: String?
@@ -47,7 +51,9 @@ struct LoadOptions {
         base.rateSteps = try steps()
         let source: LoadPlan.Source
         if images != nil && body != nil { throw LoadConfigError("give --images or --body, not both") }
-        if let labels {
+        if try loadProtocol() == .v2 {
+            source = try v2Source()
+        } else if let labels {
             if body != nil { throw LoadConfigError("--labels goes with classify calls, not --body") }
             source = .labelled(labels: labels, images: images, ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
                                                                                imagesPerCall: imagesPerCall, rpcBatch: rpcBatch), seed: seed)
@@ -63,6 +69,27 @@ struct LoadOptions {
         if rateSteps != nil && rates.count != 1 { throw LoadConfigError("--rate-steps needs one --rate (the rate before the first step)") }
         let levels = try concurrency.map(LoadPlan.parseIntegers) ?? (rates.isEmpty ? [max(connections, 1)] : [])
         return try LoadPlan.make(base: base, concurrency: levels, rates: rates, poisson: poisson, source: source, path: path)
+    }
+
+    func loadProtocol() throws -> LoadProtocol {
+        guard let p = LoadProtocol(rawValue: protocolName) else { throw LoadConfigError("--protocol is jsonrpc or v2, got \(protocolName)") }
+        if p == .v2 {
+            if body != nil { throw LoadConfigError("--protocol v2 sends images (--images or --labels), not --body") }
+            if imagesPerCall != 1 || rpcBatch != 1 { throw LoadConfigError("--protocol v2 sends one image per request (no --images-per-call, --rpc-batch)") }
+        } else if v2Input != nil {
+            throw LoadConfigError("--v2-input goes with --protocol v2")
+        }
+        return p
+    }
+
+    /// v2: the model's tensor names from its metadata (read once), then the images or labelled images.
+    func v2Source() throws -> LoadPlan.Source {
+        let options = ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs)
+        try options.validate()
+        guard labels != nil || images != nil else { throw LoadConfigError("--protocol v2 needs --images or --labels") }
+        let names = try V2TensorNames.fetch(host: host, port: port, tls: tlsOptions, model: model, input: v2Input)
+        if let labels { return .v2Labelled(labels: labels, images: images, options, names, seed: seed) }
+        return .v2Images(images ?? "", options, names)
     }
 
     /// The latency objective: `--slo-ms`, else the calls' `--deadline-ms` (nil: none).
@@ -89,6 +116,7 @@ struct LoadOptions {
         c.mode = .closed(concurrency: max(connections, 1))
         try c.validate()
         let rateSteps = try steps()
+        _ = try loadProtocol()
         try ClassifyOptions(model: model, topK: topK, crop: crop, deadlineMs: deadlineMs, imagesPerCall: imagesPerCall,
                             rpcBatch: rpcBatch).validate()
         let rates = try rate.map(LoadPlan.parseRates) ?? []
@@ -205,6 +233,8 @@ enum FastArguments {
             case "csv": o.csv = value
             case "json": o.json = value
             case "svg": o.svg = value
+            case "protocol": o.protocolName = value
+            case "v2-input": o.v2Input = value
             default: return nil
             }
         }

@@ -15,12 +15,14 @@ enum OpenInferenceRoutes {
 
     static func add(to router: Router<BasicRequestContext>, maxBody: Int, service: InferenceService, dispatcher: RPCDispatcher,
                     state: ServerState, authenticate: @escaping @Sendable (Request) -> Response?) {
-        // Health is open, as /healthz and /readyz are: probes carry no API key.
+        // Health is open, as /healthz and /readyz are: probes carry no API key. The status is the answer;
+        // the small JSON body is what KServe's own server sends, and its InferenceRESTClient reads it.
         router.get("/v2/health/live") { _, _ -> Response in
-            Response(status: .ok)
+            Routes.json(["live": true], status: .ok)
         }
         router.get("/v2/health/ready") { _, _ -> Response in
-            Response(status: !service.registry.all.isEmpty && !state.draining ? .ok : .serviceUnavailable)
+            let ready = !service.registry.all.isEmpty && !state.draining
+            return Routes.json(["ready": .bool(ready)], status: ready ? .ok : .serviceUnavailable)
         }
         router.get("/v2") { _, _ -> Response in
             Routes.json(V2Metadata.server(version: serverVersion), status: .ok)

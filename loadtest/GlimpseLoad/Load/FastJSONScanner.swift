@@ -55,11 +55,14 @@ struct FastJSONScanner {
     }
 
     /// One JSON-RPC response object (at `{`): an `error` object wins over `result`, wherever they stand.
+    /// An object with `model_name` and neither is a v2 infer response (see `FastJSONScanner+OpenInference`).
     mutating func call(into outcome: inout ResponseOutcome, depth: Int) -> Bool {
         guard depth <= Self.maxDepth else { return false }
         let mark = outcome.results.count
         var seen: UInt8 = 0
         var error: ResponseOutcome.CallError?
+        var v2Model: String?
+        var v2Label: String?
         p += 1
         guard firstMember() else { return false }
         if byte != UInt8(ascii: "}") {
@@ -87,6 +90,14 @@ struct FastJSONScanner {
                     default:
                         guard skipValue(depth: depth) else { return false }  // a scalar result: no per-image entries
                     }
+                } else if Self.keyIs(key, n, "model_name") && byte == UInt8(ascii: "\"") {
+                    guard seen & 4 == 0, let (start, count) = string() else { return false }
+                    seen |= 4
+                    v2Model = String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+                } else if Self.keyIs(key, n, "outputs") && byte == UInt8(ascii: "[") {
+                    guard seen & 8 == 0 else { return false }
+                    seen |= 8
+                    guard v2TopLabel(&v2Label, depth: depth + 1) else { return false }
                 } else {
                     guard skipValue(depth: depth) else { return false }
                 }
@@ -96,6 +107,8 @@ struct FastJSONScanner {
         } else {
             p += 1
         }
+        // An Open Inference Protocol infer response: one result, the model that served as its variant.
+        if let v2Model, seen & 3 == 0 { outcome.results.append(.init(variant: v2Model, label: v2Label)) }
         if let error {
             outcome.results.removeSubrange(mark...)
             outcome.errors.append(error)

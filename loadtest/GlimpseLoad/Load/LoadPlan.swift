@@ -15,6 +15,10 @@ public struct LoadPlan: Sendable {
         case labelled(labels: String, images: String?, ClassifyOptions, seed: UInt64)
         case bodyFile(String)
         case plain(method: String)
+        /// Open Inference Protocol infer requests (one image each, binary data extension) over a folder of
+        /// images, or over labelled images as `labelled` (its path is `/v2/models/{model}/infer`).
+        case v2Images(String, ClassifyOptions, V2TensorNames)
+        case v2Labelled(labels: String, images: String?, ClassifyOptions, V2TensorNames, seed: UInt64)
     }
 
     /// - Parameters:
@@ -48,6 +52,11 @@ public struct LoadPlan: Sendable {
         case .plain(let method):
             guard ["GET", "HEAD", "POST", "DELETE"].contains(method) else { throw LoadConfigError("unsupported method \(method)") }
             corpus = .plain(method: method, path: path)
+        case .v2Images(let folder, let options, let names):
+            corpus = try .openInference(imagesIn: URL(fileURLWithPath: folder), options: options, names: names)
+        case .v2Labelled(let labels, let images, let options, let names, let seed):
+            let items = try LabelledImages.load(labels: labels, imagesFolder: images).shuffled(seed: seed)
+            corpus = try .openInference(labelled: items, options: options, names: names)
         }
         var configuration = base
         configuration.mode = modes[0]

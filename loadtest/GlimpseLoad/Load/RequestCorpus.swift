@@ -41,6 +41,8 @@ public struct RequestCorpus: Sendable {
     public let callsPerRequest: Int
     /// Per body, the true class of each image it sends, in the order of the answers (empty: unlabelled).
     public var expectedLabels: [[String]] = []
+    /// Per body, headers sent after `headers` with it alone (cycled with the bodies; empty: none).
+    public var bodyHeaders: [[(String, String)]] = []
     /// Requests with their header blocks encoded, per authority (built lazily by `prepare`).
     private var prepared: [H2Request] = []
     private var preparedAuthority = ""
@@ -140,7 +142,8 @@ public struct RequestCorpus: Sendable {
     public func request(_ index: Int, authority: String, scheme: String = "http") -> H2Request {
         if authority == preparedAuthority && scheme == preparedScheme && !prepared.isEmpty { return prepared[index % prepared.count] }
         let body = bodies.isEmpty ? nil : bodies[index % bodies.count]
-        return H2Request(method: method, path: path, authority: authority, headers: headers, body: body, scheme: scheme)
+        let extra = bodyHeaders.isEmpty ? [] : bodyHeaders[index % bodyHeaders.count]
+        return H2Request(method: method, path: path, authority: authority, headers: headers + extra, body: body, scheme: scheme)
     }
 
     /// A copy whose requests for `authority` and `scheme` have their header blocks encoded once.

@@ -24,7 +24,8 @@ public struct ResponseOutcome: Equatable, Sendable {
     public var isSuccess: Bool { (200..<300).contains(status) && errors.isEmpty }
 }
 
-/// Parses responses of `/rpc` (object or batch array); other bodies are judged by status alone.
+/// Parses responses of `/rpc` (object or batch array) and Open Inference Protocol infer responses (the
+/// model that served, the first classification element's label); other bodies are judged by status alone.
 ///
 /// The usual body is read by a single-pass byte scanner that looks only at the members that matter
 /// (`error.code`, `error.data.reason`, `result[...].variant`, `timing_ms.queue/inference`, `batch_size`).
@@ -85,6 +86,8 @@ public enum ResponseInspector {
                                                  batchSize: (item["batch_size"] as? NSNumber)?.intValue,
                                                  label: top?["label"] as? String))
                 }
+            } else if object["error"] == nil, let result = FastJSONScanner.v2Result(object) {
+                outcome.results.append(result)
             }
         }
     }
