@@ -13,7 +13,7 @@ max_func=80
 # another branch are exempt; README "Architecture" lists them with the reason.
 exempt='^Sources/GlimpseKernels/|^Sources/GlimpseEngine/Passes/LowerQuantizedToInt8|^Sources/GlimpseEngine/Operators/Quantized/|^Sources/GlimpseQuantize/ModelQuantizer.swift|^Sources/GlimpseQuantize/Static/'
 
-files=$(find Sources loadtest tools -name '*.swift' | sort)
+files=$(find Sources loadtest tools Fuzz -name '*.swift' | sort)
 [ "${1:-}" = --all ] && exempt='^$'
 
 out=$(for f in $files; do
