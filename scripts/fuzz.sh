@@ -157,6 +157,8 @@ esac
 
 echo "fuzz.sh: fuzz-$name for ${seconds}s, max_len $max_len, seeds $(ls "$seeds" | wc -l) ($seeds), corpus $(ls "$work/corpus" | wc -l) ($work/corpus)"
 log="$work/last-run.log"
+# A Swift trap is reported by libFuzzer's deadly-signal handler (the Swift backtracer trips ASan).
+export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"
 status=0
 "$scratch/release/fuzz-$name" "$work/corpus" "$seeds" $flags "-max_total_time=$seconds" "-max_len=$max_len" \
     -rss_limit_mb=2048 -print_final_stats=1 "-artifact_prefix=$work/" "$@" > "$log" 2>&1 || status=$?
