@@ -20,10 +20,16 @@ enum TinyONNX {
         return field(1, name) + field(2, field(1, int(1, 1) + field(2, dims)))
     }
 
+    /// An int64 initializer (TensorProto: dims, data_type 7, name, raw_data).
+    static func int64Tensor(_ name: String, _ values: [Int64]) -> [UInt8] {
+        int(1, values.count) + int(2, 7) + field(8, name) + field(9, values.flatMap { v in (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } })
+    }
+
     /// A model with graph input "x", one node `opType` reading `inputs` and writing "y", output "y".
-    static func model(opType: String, inputs: [String], domain: String = "", opset: Int = 13) -> [UInt8] {
+    static func model(opType: String, inputs: [String], domain: String = "", opset: Int = 13,
+                      initializers: [[UInt8]] = []) -> [UInt8] {
         let node = inputs.flatMap { field(1, $0) } + field(2, "y") + field(3, "n") + field(4, opType) + (domain.isEmpty ? [] : field(7, domain))
-        let graph = field(1, node) + field(2, "g") + field(11, valueInfo("x")) + field(12, valueInfo("y"))
+        let graph = field(1, node) + field(2, "g") + initializers.flatMap { field(5, $0) } + field(11, valueInfo("x")) + field(12, valueInfo("y"))
         var opsets = field(8, field(1, "") + int(2, opset))
         if !domain.isEmpty { opsets += field(8, field(1, domain) + int(2, 1)) }
         return int(1, 8) + opsets + field(7, graph)
@@ -37,6 +43,19 @@ final class MalformedNodeTests: XCTestCase {
         XCTAssertThrowsError(try ONNXLoader.load(bytes: TinyONNX.model(opType: "ConstantOfShape", inputs: []), name: "tiny")) { e in
             XCTAssertTrue("\(e)".contains("ConstantOfShape node 'n': 0 inputs; ConstantOfShape takes 1"), "\(e)")
         }
+    }
+
+    /// A shape whose element count overflows `Int` trapped in the size check; a shape over 1 GiB throws
+    /// before anything is allocated.
+    func testConstantOfShapeTooLargeThrows() {
+        for dims: [Int64] in [[2_147_483_647, 2_147_483_647, 2_147_483_647], [1 << 16, 1 << 15]] {
+            let bytes = TinyONNX.model(opType: "ConstantOfShape", inputs: ["s"], initializers: [TinyONNX.int64Tensor("s", dims)])
+            XCTAssertThrowsError(try ONNXLoader.load(bytes: bytes, name: "tiny")) { e in
+                XCTAssertTrue("\(e)".contains("too large"), "\(e)")
+            }
+        }
+        let fits = TinyONNX.model(opType: "ConstantOfShape", inputs: ["s"], initializers: [TinyONNX.int64Tensor("s", [1, 4])])
+        XCTAssertNoThrow(try ONNXLoader.importGraph(bytes: fits, name: "tiny"))
     }
 
     /// Every registered operator, with too few inputs, an empty required input and too many inputs:
