@@ -58,6 +58,16 @@ final class MalformedNodeTests: XCTestCase {
         XCTAssertNoThrow(try ONNXLoader.importGraph(bytes: fits, name: "tiny"))
     }
 
+    /// Found by fuzzing: a float initializer with dims [1 << 30, 10] and no data made the decoder
+    /// allocate 40 GB before it checked the data; now it throws at once.
+    func testInitializerLargerThanItsDataThrows() {
+        let tensor = TinyONNX.int(1, 1 << 30) + TinyONNX.int(1, 10) + TinyONNX.int(2, 1) + TinyONNX.field(8, "w")
+        let bytes = TinyONNX.model(opType: "Relu", inputs: ["x"], initializers: [tensor])
+        XCTAssertThrowsError(try ONNXLoader.load(bytes: bytes, name: "tiny")) { e in
+            XCTAssertTrue("\(e)".contains("tensor 'w': dims [1073741824, 10] need 10737418240 values; the tensor holds 0"), "\(e)")
+        }
+    }
+
     /// Every registered operator, with too few inputs, an empty required input and too many inputs:
     /// an error naming the node, never a trap.
     func testEveryOperatorChecksItsInputCount() throws {
