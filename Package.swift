@@ -195,3 +195,21 @@ let package = Package(
     ],
     swiftLanguageModes: [.v5]
 )
+
+// libFuzzer harnesses (`Fuzz/<Name>/main.swift`, run by `scripts/fuzz.sh`): one executable per entry point
+// that reads outside bytes. Declared only when GLIMPSE_FUZZ=1, since they are built with
+// `-sanitize=fuzzer,address` (each `main` hands over to libFuzzer's driver); the usual build and
+// tests never see them. See benchmarks/fuzzing.md.
+if ProcessInfo.processInfo.environment["GLIMPSE_FUZZ"] == "1" {
+    package.targets += [
+        .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        .executableTarget(name: "fuzz-json", dependencies: ["CLibFuzzer", "GlimpseJSON"], path: "Fuzz/JSON", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-base64", dependencies: ["CLibFuzzer", "GlimpseRPC"], path: "Fuzz/Base64", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-rpc", dependencies: ["CLibFuzzer", "GlimpseRPC", "GlimpseServing"], path: "Fuzz/RPC", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-jpeg-segments", dependencies: ["CLibFuzzer", "GlimpseImage"], path: "Fuzz/JPEGSegments", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-image", dependencies: ["CLibFuzzer", "GlimpseImage"], path: "Fuzz/Image", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-onnx", dependencies: ["CLibFuzzer", "GlimpseONNX", "GlimpseEngine"], path: "Fuzz/ONNX", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-manifest", dependencies: ["CLibFuzzer", "GlimpseServing", "GlimpseModelTools"], path: "Fuzz/Manifest", swiftSettings: cpuSettings),
+        .executableTarget(name: "fuzz-load-scanner", dependencies: ["CLibFuzzer", "GlimpseLoad"], path: "Fuzz/LoadScanner", swiftSettings: cpuSettings),
+    ]
+}

@@ -35,6 +35,14 @@ bench-engine 8
 bench-image 8
 glimpse-load 8
 glimpse 9
+fuzz-json 10
+fuzz-base64 10
+fuzz-rpc 10
+fuzz-jpeg-segments 10
+fuzz-image 10
+fuzz-onnx 10
+fuzz-manifest 10
+fuzz-load-scanner 10
 '
 
 # Modules that come with the toolchain and need no declaration.

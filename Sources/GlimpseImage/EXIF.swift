@@ -1,10 +1,10 @@
 /// EXIF orientation (tag 0x0112) read from a TIFF-structured EXIF block, with every read
 /// bounds-checked. Values outside 1...8, or any malformed block, mean 1 (upright), as in Pillow.
-enum EXIF {
+package enum EXIF {
     static let orientationTag: UInt16 = 0x0112
 
     /// Parses a TIFF header + IFD0, optionally preceded by the "Exif\0\0" identifier.
-    static func orientation(tiff raw: UnsafeRawBufferPointer) -> Int {
+    package static func orientation(tiff raw: UnsafeRawBufferPointer) -> Int {
         var bytes = raw
         let exifID: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0x00, 0x00]
         if bytes.count >= 6, zip(bytes.prefix(6), exifID).allSatisfy({ $0 == $1 }) {
@@ -45,7 +45,7 @@ enum EXIF {
     }
 
     /// Reads the orientation from the first APP1 "Exif" segment of a JPEG (before the first scan).
-    static func jpegOrientation(_ data: UnsafeRawBufferPointer) -> Int {
+    package static func jpegOrientation(_ data: UnsafeRawBufferPointer) -> Int {
         let exifID: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0x00, 0x00]
         guard let payload = JPEGSegments.firstPayload(in: data, marker: 0xE1, startingWith: exifID) else { return 1 }
         return orientation(tiff: payload)
@@ -53,7 +53,7 @@ enum EXIF {
 
     /// ImageMagick stores EXIF in PNG text chunks "Raw profile type exif":
     /// "\nexif\n<length>\n<hex lines>". Pillow reads it; so do we.
-    static func orientation(rawProfileText text: UnsafeRawBufferPointer) -> Int {
+    package static func orientation(rawProfileText text: UnsafeRawBufferPointer) -> Int {
         // Skip the first three lines (empty, "exif", length), then decode hex digits.
         var newlines = 0
         var start = 0

@@ -1,8 +1,8 @@
 /// A bounds-checked walk over the marker segments of a JPEG stream, up to the first scan.
-enum JPEGSegments {
+package enum JPEGSegments {
     /// The payload (after the 2-byte length) of the first segment with `marker` whose payload
     /// starts with `prefix`, or nil.
-    static func firstPayload(in data: UnsafeRawBufferPointer, marker wanted: UInt8, startingWith prefix: [UInt8]) -> UnsafeRawBufferPointer? {
+    package static func firstPayload(in data: UnsafeRawBufferPointer, marker wanted: UInt8, startingWith prefix: [UInt8]) -> UnsafeRawBufferPointer? {
         var i = 2
         let n = data.count
         while i + 4 <= n {
@@ -23,7 +23,7 @@ enum JPEGSegments {
     }
 
     /// True when an Adobe APP14 segment is present (Adobe CMYK JPEGs store inverted CMYK).
-    static func hasAdobeMarker(_ data: UnsafeRawBufferPointer) -> Bool {
+    package static func hasAdobeMarker(_ data: UnsafeRawBufferPointer) -> Bool {
         firstPayload(in: data, marker: 0xEE, startingWith: Array("Adobe".utf8)) != nil
     }
 }

@@ -35,7 +35,12 @@ public final class ConstantOfShapeOp: Operator {
         guard let s = constants[0] else { throw EngineError("shape must be constant") }
         let dims = s.int64Values()
         guard dims.allSatisfy({ $0 >= 0 && $0 < (1 << 31) }) else { throw EngineError("bad shape \(dims)") }
-        guard dims.reduce(1, { $0 * Int($1) }) < (1 << 30) else { throw EngineError("shape \(dims) is too large") }
+        var bytes = value.dtype.byteSize
+        for d in dims {
+            let (r, overflow) = bytes.multipliedReportingOverflow(by: Int(d))
+            guard !overflow, r <= (1 << 30) else { throw EngineError("shape \(dims) is too large (over 1 GiB)") }
+            bytes = r
+        }
         return [ValueType(dims.map { Int($0) }, value.dtype)]
     }
 

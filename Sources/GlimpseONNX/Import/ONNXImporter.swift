@@ -44,6 +44,7 @@ enum ONNXImporter {
             guard let builder = OperatorRegistry.builders[key] else {
                 throw EngineError("\(name): unsupported operator '\(node.opType)'\(domain.isEmpty ? "" : " (domain \(domain))") in node '\(node.name)'")
             }
+            try OperatorRegistry.checkArity(key, node, attrs)
             let op = try builder(attrs)
             let inputs = try node.inputs.map { n -> Int in
                 if n.isEmpty { return Graph.noValue }

@@ -36,6 +36,11 @@ enum TensorDecoding {
                 guard !o, r < (1 << 34) else { throw fail("too many elements (dims \(dims))") }
                 count = r
             }
+            // Every element takes at least one byte of raw_data or one typed value: a tensor that holds
+            // fewer is refused before its storage is allocated (the dims alone come from the file).
+            let available = t.rawData?.count
+                ?? max(t.floatData.count, t.int32Data.count, t.int64Data.count, t.doubleData.count, t.uint64Data.count)
+            guard count <= available else { throw fail("dims \(dims) need \(count) values; the tensor holds \(available)") }
             self.count = count
         }
 

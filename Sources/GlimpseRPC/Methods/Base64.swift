@@ -5,7 +5,7 @@
 /// back to one character at a time only around whitespace and the final padding. A photo's payload
 /// is hundreds of kilobytes, so this runs on every request; errors name the offending character and
 /// its offset.
-enum Base64 {
+package enum Base64 {
     /// Table entries that are not 6-bit values.
     private static let whitespace: UInt8 = 0x40
     private static let invalid: UInt8 = 0x80
@@ -24,7 +24,7 @@ enum Base64 {
         return table
     }()
 
-    static func decode(_ text: String, field: String) throws -> [UInt8] {
+    package static func decode(_ text: String, field: String) throws -> [UInt8] {
         var text = text
         return try text.withUTF8 { utf8 in
             var start = 0

@@ -51,8 +51,16 @@ public enum ModelDirectory {
     static func readManifest(directory: String, issues: inout [ScanIssue]) -> [String: ModelMetadata] {
         let path = (directory as NSString).appendingPathComponent("models.json")
         guard FileManager.default.fileExists(atPath: path) else { return [:] }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            issues.append(ScanIssue(file: path, reason: "\(MetadataError("cannot read \(path)"))"))
+            return [:]
+        }
+        return readManifest(data, path: path, issues: &issues)
+    }
+
+    /// The entries of a `models.json` text (`path` names it in the issues): one bad entry is an issue.
+    package static func readManifest(_ data: Data, path: String, issues: inout [ScanIssue]) -> [String: ModelMetadata] {
         do {
-            guard let data = FileManager.default.contents(atPath: path) else { throw MetadataError("cannot read \(path)") }
             let manifest = try MetadataDocument.decodeJSON(ManifestDocument.self, from: data, what: "models.json")
             var out: [String: ModelMetadata] = [:]
             for (name, entry) in manifest.models {

@@ -43,7 +43,7 @@ public enum ResponseInspector {
     /// every response without allocating. Returns whether the byte scanner read the body (or it is not
     /// JSON), as opposed to the `JSONSerialization` fallback.
     @discardableResult
-    static func inspect(status: Int, body: [UInt8], into outcome: inout ResponseOutcome) -> Bool {
+    package static func inspect(status: Int, body: [UInt8], into outcome: inout ResponseOutcome) -> Bool {
         outcome.status = status
         if !outcome.results.isEmpty { outcome.results.removeAll(keepingCapacity: true) }
         if !outcome.errors.isEmpty { outcome.errors.removeAll(keepingCapacity: true) }
@@ -62,7 +62,7 @@ public enum ResponseInspector {
     }
 
     /// The reference reading (any JSON `JSONSerialization` accepts).
-    static func inspectWithFoundation(body: [UInt8], into outcome: inout ResponseOutcome) {
+    package static func inspectWithFoundation(body: [UInt8], into outcome: inout ResponseOutcome) {
         guard let first = body.first(where: { $0 > 32 }), first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else {
             return
         }
