@@ -86,33 +86,38 @@ public struct QS8Conv: Sendable {
     /// The im2col panel when the window moves one or two input pixels per output pixel along a row
     /// (stride 1 or 2 across, dilation 1): each panel row kk = (ci, ky, kx) is, per output row the
     /// tile crosses, one stretch of an input row, contiguous or every other byte. Four panel rows are
-    /// gathered at a time into 32-byte rows (one unaligned vector load per stretch, halved to the
-    /// even bytes by a truncating word-to-byte move for stride 2, the zero point where the window
-    /// leaves the input) and interleaved into the panel's k-groups, 16 pixels per instruction. Same
-    /// panel as `packIm2col`, bit for bit.
+    /// gathered at a time into 32-byte rows: per stretch one unaligned vector load (halved to the even
+    /// bytes by a truncating word-to-byte move for stride 2), the lanes outside the input replaced by
+    /// the zero point with one compare and blend, one store; then interleaved into the panel's
+    /// k-groups, 16 pixels per instruction. Same panel as `packIm2col`, bit for bit.
     @inline(__always)
     func packIm2colRuns(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
         let g = geometry
-        let zx = inputZeroPoint
-        // The runs: (output row, first output column, pixels, first panel column).
-        var runs: (SIMD8<Int32>, SIMD8<Int32>, SIMD8<Int32>, SIMD8<Int32>) = (.zero, .zero, .zero, .zero)
+        let stride = g.strideW
+        // The runs: output row × strideH, first input column of the window's left edge (kx = 0, so
+        // before the padding is taken off), pixels, first panel column.
         var runCount = 0
+        var runRow = SIMD8<Int>(), runColumn = SIMD8<Int>(), runCount8 = SIMD8<Int>(), runStart = SIMD8<Int>()
         do {
             var j = 0, oy = p0 / g.outWidth, ox = p0 - (p0 / g.outWidth) * g.outWidth
             while j < n {
                 guard runCount < Self.maxRuns else { return packIm2col(x: x, p0: p0, n: n, panel: panel) }
                 let count = min(n - j, g.outWidth - ox)
-                runs.0[runCount] = Int32(oy); runs.1[runCount] = Int32(ox)
-                runs.2[runCount] = Int32(count); runs.3[runCount] = Int32(j)
+                runRow[runCount] = oy * g.strideH - g.padTop
+                runColumn[runCount] = ox * stride - g.padLeft
+                runCount8[runCount] = count
+                runStart[runCount] = j
                 runCount += 1
                 j += count
                 ox = 0
                 oy += 1
             }
         }
-        // The end of this image's input: no vector load reads past it.
+        // Vector loads stay inside this image's input: [x, end).
         let end = x + g.inChannels * g.inPixels
-        let stride = g.strideW
+        let zx = SIMD32<UInt8>(repeating: inputZeroPoint)
+        let lanes = SIMD32<Int8>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                  16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
         let k = g.patchSize
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4 * 64) { rowsBuffer in
             guard let rows = rowsBuffer.baseAddress else { return }
@@ -121,55 +126,61 @@ public struct QS8Conv: Sendable {
             var ci = 0, ky = 0, kx = 0
             while kk < k {
                 for r in 0..<4 {
-                    let row = rows + r * 64
-                    guard kk + r < k else {
+                    let row = rows + r &* 64
+                    guard kk &+ r < k else {
                         UnsafeMutableRawPointer(row).storeBytes(of: SIMD32<UInt8>(), as: SIMD32<UInt8>.self)
                         continue
                     }
-                    defer {
-                        kx += 1
-                        if kx == g.kernelWidth {
-                            kx = 0
-                            ky += 1
-                            if ky == g.kernelHeight { ky = 0; ci += 1 }
-                        }
-                    }
-                    let plane = x + ci * g.inPixels
-                    let dy = ky * g.dilationH - g.padTop, dx = kx - g.padLeft
+                    let plane = x + ci &* g.inPixels
+                    let dy = ky &* g.dilationH
                     for q in 0..<runCount {
-                        let count = Int(runs.2[q]), j = Int(runs.3[q]), out = row + j
-                        let iy = Int(runs.0[q]) * g.strideH + dy
+                        let out = row + runStart[q], iy = runRow[q] &+ dy
                         guard iy >= 0 && iy < g.inHeight else {
-                            for m in 0..<count { out[m] = zx }
+                            UnsafeMutableRawPointer(out).storeBytes(of: zx, as: SIMD32<UInt8>.self)
                             continue
                         }
-                        let ix0 = Int(runs.1[q]) * stride + dx
-                        let lo = min(count, ix0 < 0 ? (stride - 1 - ix0) / stride : 0)
-                        let hi = max(lo, ix0 >= g.inWidth ? 0 : min(count, (g.inWidth - 1 - ix0) / stride + 1))
-                        let src = plane + iy * g.inWidth + ix0 + lo * stride
-                        if hi == lo {
-                            // The window lies wholly in the padding for this run.
-                        } else if src + 32 * stride <= end {
-                            // 32 pixels from the stretch's start; what lies past the stretch is
-                            // overwritten by the next run or the zero-point fill below.
+                        // Lane m reads input column ix0 + m·stride; lanes left of 0 or from inWidth on
+                        // are padding.
+                        let ix0 = runColumn[q] &+ kx
+                        let src = plane + (iy &* g.inWidth &+ ix0)
+                        if src >= x && src + 32 &* stride <= end {
                             let pixels = stride == 1 ? UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt8>.self)
                                 : SIMD32<UInt8>(truncatingIfNeeded: UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt16>.self))
-                            UnsafeMutableRawPointer(out + lo).storeBytes(of: pixels, as: SIMD32<UInt8>.self)
+                            // Lanes lo ..< hi read inside the input (shifts, not divisions, for stride 2).
+                            var lo: Int, hi: Int
+                            if stride == 1 {
+                                lo = -ix0
+                                hi = g.inWidth &- ix0
+                            } else {
+                                lo = ix0 < 0 ? (1 &- ix0) >> 1 : 0
+                                hi = ix0 >= g.inWidth ? 0 : ((g.inWidth &- 1 &- ix0) >> 1) &+ 1
+                            }
+                            lo = min(32, max(0, lo))
+                            hi = min(32, max(lo, hi))
+                            let inside = (lanes .>= Int8(truncatingIfNeeded: lo)) .& (lanes .< Int8(truncatingIfNeeded: hi))
+                            UnsafeMutableRawPointer(out).storeBytes(of: zx.replacing(with: pixels, where: inside), as: SIMD32<UInt8>.self)
                         } else {
-                            for m in 0..<(hi - lo) { out[lo + m] = src[m * stride] }
+                            for m in 0..<runCount8[q] {
+                                let ix = ix0 + m * stride
+                                out[m] = ix >= 0 && ix < g.inWidth ? plane[iy * g.inWidth + ix] : inputZeroPoint
+                            }
                         }
-                        for m in 0..<lo { out[m] = zx }
-                        for m in hi..<count { out[m] = zx }
+                    }
+                    kx &+= 1
+                    if kx == g.kernelWidth {
+                        kx = 0
+                        ky &+= 1
+                        if ky == g.kernelHeight { ky = 0; ci &+= 1 }
                     }
                 }
-                let dst = panel + (kk >> 2) * QS8Gemm.nr * 4
+                let dst = panel + (kk >> 2) &* QS8Gemm.nr &* 4
                 var j = 0
                 while j < n {
                     let v = glimpse_interleave4x16_u8(rows + j, rows + 64 + j, rows + 128 + j, rows + 192 + j)
-                    UnsafeMutableRawPointer(dst + 4 * j).storeBytes(of: v, as: SIMD8<Int64>.self)
-                    j += 16
+                    UnsafeMutableRawPointer(dst + 4 &* j).storeBytes(of: v, as: SIMD8<Int64>.self)
+                    j &+= 16
                 }
-                kk += 4
+                kk &+= 4
             }
         }
     }
