@@ -87,9 +87,9 @@ public struct QS8Conv: Sendable {
     /// (stride 1 or 2 across, dilation 1): each panel row kk = (ci, ky, kx) is, per output row the
     /// tile crosses, one stretch of an input row, contiguous or every other byte. Four panel rows are
     /// gathered at a time into 32-byte rows: per stretch one unaligned vector load (halved to the even
-    /// bytes by a truncating word-to-byte move for stride 2), the lanes outside the input replaced by
-    /// the zero point with one compare and blend, one store; then interleaved into the panel's
-    /// k-groups, 16 pixels per instruction. Same panel as `packIm2col`, bit for bit.
+    /// bytes by a truncating word-to-byte move for stride 2) stored between two stores of the zero
+    /// point, where the window leaves the input; then interleaved into the panel's k-groups, 16
+    /// pixels per instruction. Same panel as `packIm2col`, bit for bit.
     @inline(__always)
     func packIm2colRuns(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
         let g = geometry
@@ -116,8 +116,6 @@ public struct QS8Conv: Sendable {
         // Vector loads stay inside this image's input: [x, end).
         let end = x + g.inChannels * g.inPixels
         let zx = SIMD32<UInt8>(repeating: inputZeroPoint)
-        let lanes = SIMD32<Int8>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                                  16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
         let k = g.patchSize
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4 * 64) { rowsBuffer in
             guard let rows = rowsBuffer.baseAddress else { return }
@@ -139,32 +137,34 @@ public struct QS8Conv: Sendable {
                             UnsafeMutableRawPointer(out).storeBytes(of: zx, as: SIMD32<UInt8>.self)
                             continue
                         }
-                        // Lane m reads input column ix0 + m·stride; lanes left of 0 or from inWidth on
-                        // are padding.
+                        // Lane m reads input column ix0 + m·stride: lanes lo ..< hi fall inside the
+                        // input, the others in the padding (shifts, not divisions, for stride 2).
                         let ix0 = runColumn[q] &+ kx
-                        let src = plane + (iy &* g.inWidth &+ ix0)
-                        if src >= x && src + 32 &* stride <= end {
+                        var lo: Int, hi: Int
+                        if stride == 1 {
+                            lo = -ix0
+                            hi = g.inWidth &- ix0
+                        } else {
+                            lo = ix0 < 0 ? (1 &- ix0) >> 1 : 0
+                            hi = ix0 >= g.inWidth ? 0 : ((g.inWidth &- 1 &- ix0) >> 1) &+ 1
+                        }
+                        let count = runCount8[q]
+                        lo = min(count, max(0, lo))
+                        hi = min(count, max(lo, hi))
+                        // Three overlapping 32-byte stores: the zero point, the stretch from lane lo,
+                        // the zero point again from lane hi (the row has 32 bytes of slack, and later
+                        // runs overwrite what spills into their lanes).
+                        UnsafeMutableRawPointer(out).storeBytes(of: zx, as: SIMD32<UInt8>.self)
+                        guard hi > lo else { continue }
+                        let src = plane + (iy &* g.inWidth &+ ix0 &+ lo &* stride)
+                        if src + 32 &* stride <= end {
                             let pixels = stride == 1 ? UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt8>.self)
                                 : SIMD32<UInt8>(truncatingIfNeeded: UnsafeRawPointer(src).loadUnaligned(as: SIMD32<UInt16>.self))
-                            // Lanes lo ..< hi read inside the input (shifts, not divisions, for stride 2).
-                            var lo: Int, hi: Int
-                            if stride == 1 {
-                                lo = -ix0
-                                hi = g.inWidth &- ix0
-                            } else {
-                                lo = ix0 < 0 ? (1 &- ix0) >> 1 : 0
-                                hi = ix0 >= g.inWidth ? 0 : ((g.inWidth &- 1 &- ix0) >> 1) &+ 1
-                            }
-                            lo = min(32, max(0, lo))
-                            hi = min(32, max(lo, hi))
-                            let inside = (lanes .>= Int8(truncatingIfNeeded: lo)) .& (lanes .< Int8(truncatingIfNeeded: hi))
-                            UnsafeMutableRawPointer(out).storeBytes(of: zx.replacing(with: pixels, where: inside), as: SIMD32<UInt8>.self)
+                            UnsafeMutableRawPointer(out + lo).storeBytes(of: pixels, as: SIMD32<UInt8>.self)
                         } else {
-                            for m in 0..<runCount8[q] {
-                                let ix = ix0 + m * stride
-                                out[m] = ix >= 0 && ix < g.inWidth ? plane[iy * g.inWidth + ix] : inputZeroPoint
-                            }
+                            for m in 0..<(hi &- lo) { out[lo &+ m] = src[m &* stride] }
                         }
+                        UnsafeMutableRawPointer(out + hi).storeBytes(of: zx, as: SIMD32<UInt8>.self)
                     }
                     kx &+= 1
                     if kx == g.kernelWidth {
