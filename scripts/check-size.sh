@@ -13,7 +13,7 @@ max_func=80
 # gives the reason.
 exempt='^Sources/GlimpseKernels/'
 
-files=$(find Sources loadtest tools Fuzz -name '*.swift' | sort)
+files=$(find Sources loadtest tools Fuzz Tests -name '*.swift' | sort)
 [ "${1:-}" = --all ] && exempt='^$'
 
 out=$(for f in $files; do
