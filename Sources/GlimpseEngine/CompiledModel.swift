@@ -85,6 +85,10 @@ public final class CompiledModel: @unchecked Sendable {
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
     let plans = Mutex<[Int: [ExecutionPlan]]>([:])
+    /// Tensor bytes of the weights (constants as imported, and packed) and of the execution plans
+    /// (activation buffers and scratch, every batch size and copy cached), held now.
+    public let weightMemory: MemoryLedger
+    public let planMemory: MemoryLedger
     /// How batches of several items run (`EngineOptions.batchSplitting`).
     let batchSplitting: BatchSplitting
     /// True when the items of a batch were shown independent at load, so a batch may run as single
@@ -106,21 +110,27 @@ public final class CompiledModel: @unchecked Sendable {
         self.batchSplitting = .never
         self.itemsIndependent = false
         self.batchTail = nil
+        self.weightMemory = MemoryLedger()
+        self.planMemory = MemoryLedger()
     }
 
     /// Compiles an optimized graph: checks it by planning batch 1 (and 2 when the batch is
-    /// dynamic, or widened) and derives the output specs.
-    public init(graph: Graph, options: EngineOptions) throws {
+    /// dynamic, or widened) and derives the output specs. `weightMemory` is the ledger the graph's
+    /// constants and packed weights were charged to (see `ONNXLoader`), if any.
+    public init(graph: Graph, options: EngineOptions, weightMemory: MemoryLedger = MemoryLedger()) throws {
         self.name = graph.name
         self.threads = options.threads
         let pool = ThreadPool(threads: options.threads)
         self.pool = pool
+        self.weightMemory = weightMemory
+        let planMemory = MemoryLedger()
+        self.planMemory = planMemory
         let dynamic = graph.inputs.contains { $0.spec.shape.first == -1 }
-        let plan1 = try ExecutionPlan(graph: graph, batch: 1, threads: options.threads)
-        var plan2 = dynamic ? try ExecutionPlan(graph: graph, batch: 2, threads: options.threads) : nil
+        let plan1 = try planMemory.charging { try ExecutionPlan(graph: graph, batch: 1, threads: options.threads) }
+        var plan2 = dynamic ? try planMemory.charging { try ExecutionPlan(graph: graph, batch: 2, threads: options.threads) } : nil
         var compiled = graph
         if !dynamic, options.widenFixedBatch,
-           let wide = Self.widenBatch(graph, batchOne: plan1, threads: options.threads, pool: pool) {
+           let wide = planMemory.charging({ Self.widenBatch(graph, batchOne: plan1, threads: options.threads, pool: pool) }) {
             compiled = wide.graph
             plan2 = wide.plan
         }
@@ -196,8 +206,11 @@ public final class CompiledModel: @unchecked Sendable {
 
     func takePlan(batch: Int) throws -> ExecutionPlan {
         if let plan = plans.withLock({ $0[batch]?.popLast() }) { return plan }
-        return try ExecutionPlan(graph: graph, batch: batch, threads: threads)
+        return try planMemory.charging { try ExecutionPlan(graph: graph, batch: batch, threads: threads) }
     }
+
+    /// Execution plans cached now (all batch sizes; plans in use by a run are not counted).
+    public var cachedPlans: Int { plans.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 }
 
 /// float32 / float16 copies between user tensors and plan buffers.

@@ -15,10 +15,18 @@ public enum ONNXLoader {
     }
 
     /// Same as `load(path:)`, from bytes already in memory; `name` is used in error messages.
-    public static func load(bytes: [UInt8], name: String, options: EngineOptions = .init()) throws -> CompiledModel {
-        let graph = try importGraph(bytes: bytes, name: name)
-        try GraphOptimizer.optimize(graph)
-        return try CompiledModel(graph: graph, options: options)
+    /// The imported constants and the packed weights are charged to the model's `weightMemory`.
+    /// With `outputs`, the model runs only up to the tensors of those names, which become its
+    /// outputs (float32), in that order (see `Graph.cut(at:)`).
+    public static func load(bytes: [UInt8], name: String, options: EngineOptions = .init(),
+                            outputs: [String]? = nil) throws -> CompiledModel {
+        let weights = MemoryLedger()
+        return try weights.charging {
+            let graph = try importGraph(bytes: bytes, name: name)
+            if let outputs { try graph.cut(at: outputs) }
+            try GraphOptimizer.optimize(graph)
+            return try CompiledModel(graph: graph, options: options, weightMemory: weights)
+        }
     }
 
     /// Decodes a serialized TensorProto (e.g. the `output_0.pb` files of ONNX test data).

@@ -31,6 +31,9 @@ public struct ServingConfiguration: Sendable {
     public var selection: SelectionMode
     /// Share of the cores' time the split keeps free (`VariantSplit.Policy.margin`).
     public var splitMargin: Double
+    /// Most bytes the loaded models may hold together (weights and execution plans, as
+    /// `LoadedModel.memory` counts them); a load that would go over it is refused. Nil: no limit.
+    public var memoryBudgetBytes: Int?
     /// Keys of encrypted model files (`*.onnx.enc`), by key id.
     public var modelKeys = ModelKeyring()
 

@@ -32,6 +32,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most pixels an image may declare in its header (checked before decoding).") var maxImagePixels: Int = 100_000_000
     @Option(help: DCTScaling.optionHelp) var jpegDctScaling: String = "powers-of-two"
     @Option(help: "Most images in one classify call.") var maxImagesPerCall: Int = 64
+    @Option(help: "Most MiB the loaded models may hold together (weights and execution plans, as models.list reports them); a load that would go over is refused. Default: no limit.") var memoryBudget: Int?
     @Option(name: [.customLong("default-model"), .customLong("default-family")],
             help: "The family (or variant) that serves a classify without \"model\" (or with \"model\": \"auto\"). When it is not loaded and only one family is, that family serves.")
     var defaultModel: String = "imagenet"
@@ -141,6 +142,10 @@ struct Serve: AsyncParsableCommand {
             maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
             decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin)
         serving.modelKeys = try modelOptions.keys.keyring()
+        if let memoryBudget {
+            guard memoryBudget >= 1 else { throw ValidationError("--memory-budget is in MiB and must be at least 1") }
+            serving.memoryBudgetBytes = memoryBudget << 20
+        }
         return serving
     }
 

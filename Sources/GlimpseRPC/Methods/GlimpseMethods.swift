@@ -128,6 +128,11 @@ public enum GlimpseMethods {
         ])
     }
 
+    static func memory(_ m: LoadedModel.Memory) -> JSONValue {
+        .object(["weights_bytes": .int(m.weightBytes), "plans_bytes": .int(m.planBytes),
+                 "plans": .int(m.plans), "total_bytes": .int(m.totalBytes)])
+    }
+
     static func describe(_ m: LoadedModel) -> JSONValue {
         let p = m.metadata.preprocessing
         return .object([
@@ -139,6 +144,7 @@ public enum GlimpseMethods {
             "accuracy_dataset": m.metadata.accuracyDataset.map { .string($0) } ?? .null,
             "file": .string(m.metadata.file),
             "size_bytes": .int(m.fileBytes),
+            "memory": memory(m.memory),
             "labels": .int(m.labels.count),
             "inputs": .array(m.model.inputs.map { .object(["name": .string($0.name), "shape": .array($0.shape.map { .int($0) }), "dtype": .string($0.dtype.rawValue)]) }),
             "outputs": .array(m.model.outputs.map { .object(["name": .string($0.name), "shape": .array($0.shape.map { .int($0) }), "dtype": .string($0.dtype.rawValue)]) }),

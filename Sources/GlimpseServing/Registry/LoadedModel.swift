@@ -37,6 +37,19 @@ public final class LoadedModel: @unchecked Sendable {
         return Stats(queueLength: queue.queueLength, perItemNanos: a, perBatchNanos: b, batchesObserved: latency.observations)
     }
 
+    /// Memory the model holds now, in bytes: tensors of its weights (constants and packed copies)
+    /// and of its cached execution plans (activation buffers and scratch).
+    public struct Memory: Sendable {
+        public var weightBytes: Int
+        public var planBytes: Int
+        public var plans: Int
+        public var totalBytes: Int { weightBytes + planBytes }
+    }
+
+    public var memory: Memory {
+        Memory(weightBytes: model.weightMemory.bytes, planBytes: model.planMemory.bytes, plans: model.cachedPlans)
+    }
+
     /// Label of class `index`, or `class_<index>` when the model has no (or too few) labels.
     public func label(_ index: Int) -> String {
         index >= 0 && index < labels.count ? labels[index] : "class_\(index)"

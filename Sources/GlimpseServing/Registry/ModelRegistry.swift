@@ -80,6 +80,12 @@ public final class ModelRegistry: @unchecked Sendable {
         }
         let loaded = LoadedModel(metadata: metadata, model: compiled, labels: labels,
                                  fileBytes: (attributes[.size] as? Int) ?? 0, queue: queue)
+        do {
+            try checkMemoryBudget(for: loaded)
+        } catch {
+            queue.shutdown()
+            throw error
+        }
         lock.lock()
         let old = models.updateValue(loaded, forKey: metadata.name)
         lock.unlock()
@@ -88,6 +94,19 @@ public final class ModelRegistry: @unchecked Sendable {
             HeapPolicy.trimWhenReleased(old)
         }
         return loaded
+    }
+
+    /// Refuses a model that would take the loaded models over `memoryBudgetBytes` (the version it
+    /// replaces, if any, is not counted: it is freed once its last request ends).
+    private func checkMemoryBudget(for loaded: LoadedModel) throws {
+        guard let budget = configuration.memoryBudgetBytes else { return }
+        let others = all.filter { $0.name != loaded.name }.reduce(0) { $0 + $1.memory.totalBytes }
+        let needed = loaded.memory
+        guard others + needed.totalBytes > budget else { return }
+        func mib(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+        throw ServingError.modelUnavailable(
+            "model \(loaded.name) needs \(mib(needed.totalBytes)) (weights \(mib(needed.weightBytes)), plans \(mib(needed.planBytes))) "
+            + "and the loaded models hold \(mib(others)): over the --memory-budget of \(mib(budget))")
     }
 
     /// Loads every described model of a folder. Returns what failed, by file; never throws.
