@@ -92,6 +92,8 @@ let package = Package(
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
+        // Training a classifier head on extracted features (softmax regression, L-BFGS): `glimpse train`.
+        .target(name: "GlimpseTraining", swiftSettings: computeSettings),
         .target(name: "GlimpseQuantize", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage"], swiftSettings: computeSettings),
 
         // Service layers.
@@ -103,11 +105,13 @@ let package = Package(
             ],
             swiftSettings: serviceSettings
         ),
-        // Offline model work apart from serving: accuracy evaluation, pulling models, the benchmark table.
+        // Offline model work apart from serving: accuracy evaluation, pulling models, the benchmark
+        // table, training a classifier head from a folder of photos.
         .target(
             name: "GlimpseModelTools",
             dependencies: [
-                "GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseTensor", "CZlib", crypto,
+                "GlimpseServing", "GlimpseEngine", "GlimpseONNX", "GlimpseQuantize", "GlimpseTraining", "GlimpseImage",
+                "GlimpseTensor", "CZlib", crypto,
             ],
             swiftSettings: serviceSettings
         ),
@@ -133,7 +137,7 @@ let package = Package(
         .executableTarget(
             name: "glimpse",
             dependencies: [
-                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseImage", "GlimpseTensor",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseTraining", "GlimpseImage", "GlimpseTensor",
                 argumentParser, logging, metrics, serviceLifecycle, .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: serviceSettings
@@ -181,7 +185,8 @@ let package = Package(
         .testTarget(name: "GlimpseONNXTests", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseTensor", "GlimpseTestSupport", metricsTestKit], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseTestSupport", hummingbird, logging], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseONNX", "GlimpseQuantize", "GlimpseTensor", "GlimpseTestSupport", hummingbird, logging], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseTrainingTests", dependencies: ["GlimpseTraining", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(
             name: "GlimpseServerTests",

@@ -20,6 +20,7 @@ CZlib 0
 CGlimpseSIMD 0
 GlimpseTensor 1
 GlimpseJSON 1
+GlimpseTraining 1
 GlimpseKernels 2
 GlimpseTestSupport 2
 GlimpseImage 2

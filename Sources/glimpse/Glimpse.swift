@@ -6,7 +6,7 @@ struct Glimpse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "glimpse",
         abstract: "Image classification over HTTP/2 JSON-RPC, on a SIMD CNN engine.",
-        subcommands: [Serve.self, Classify.self, Models.self, Eval.self, Quantize.self, Bench.self],
+        subcommands: [Serve.self, Classify.self, Models.self, Eval.self, Quantize.self, Train.self, Bench.self],
         defaultSubcommand: Serve.self
     )
 }

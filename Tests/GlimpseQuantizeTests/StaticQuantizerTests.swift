@@ -101,31 +101,11 @@ final class StaticQuantizerTests: XCTestCase {
     /// the same inputs: the same top-1 on every image, logits within a few output quantization steps.
     func checkOnnxruntimeAgrees(variant path: String, inputs test: [Tensor], classes: Int,
                                 file: StaticString = #filePath, line: UInt = #line) throws {
-        let python = ProcessInfo.processInfo.environment["GLIMPSE_ONNXRUNTIME_PYTHON"]
-            ?? Self.repositoryRoot.appendingPathComponent(".build/onnxruntime-venv/bin/python").path
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            return XCTFail("no onnxruntime at \(python): run scripts/setup.sh --test (or set GLIMPSE_ONNXRUNTIME_PYTHON)", file: file, line: line)
-        }
         let input = batch(test)
-        let inputFile = workDir.appendingPathComponent("inputs.f32"), outputFile = workDir.appendingPathComponent("outputs.f32")
-        try Data(bytes: input.rawPointer, count: input.count * 4).write(to: inputFile)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [Self.repositoryRoot.appendingPathComponent("tools/onnxruntime/run_model.py").path, path,
-                             inputFile.path, outputFile.path, "--shape", input.shape.dims.map(String.init).joined(separator: ",")]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "onnxruntime failed: \(log)", file: file, line: line)
-        guard process.terminationStatus == 0 else { return }
-        let raw = try Data(contentsOf: outputFile)
-        XCTAssertEqual(raw.count, test.count * classes * 4, log, file: file, line: line)
-        guard raw.count == test.count * classes * 4 else { return }
-        let ort: [Float] = raw.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let ort = try Onnxruntime.run(model: path, input: input, folder: workDir)
+        XCTAssertEqual(ort.count, test.count * classes, file: file, line: line)
+        guard ort.count == test.count * classes else { return }
+        let log = "onnxruntime"
 
         let glimpse = try ONNXLoader.load(path: path)
         var sameTop1 = 0, maxDiff: Float = 0, maxLogit: Float = 0

@@ -132,7 +132,7 @@ public enum Evaluator {
 }
 
 /// Per-item error messages written from concurrent preprocessing.
-private final class ErrorSlots: @unchecked Sendable {
+final class ErrorSlots: @unchecked Sendable {
     private let lock = NSLock()
     private var slots: [String?]
     init(count: Int) { slots = Array(repeating: nil, count: count) }

@@ -114,11 +114,17 @@ struct ONNXModelFile {
     /// The model's bytes with `graph` in place of its graph and a `glimpse.quantization` metadata
     /// entry holding `note`; every other field is copied as it is.
     func model(graph: ProtoWriter, quantizationNote note: String) -> [UInt8] {
+        model(graph: graph, metadata: [("glimpse.quantization", note)])
+    }
+
+    /// The model's bytes with `graph` in place of its graph and `metadata` entries added; every
+    /// other field is copied as it is.
+    func model(graph: ProtoWriter, metadata: [(key: String, value: String)]) -> [UInt8] {
         var model = ProtoWriter()
         for (index, f) in modelFields.enumerated() {
             if index == graphFieldIndex { model.message(7, graph) } else { model.raw(scanner.bytes[f.span]) }
         }
-        model.message(14, ONNXEncoding.metadataEntry(key: "glimpse.quantization", value: note))
+        for entry in metadata { model.message(14, ONNXEncoding.metadataEntry(key: entry.key, value: entry.value)) }
         return model.bytes
     }
 

@@ -1,0 +1,122 @@
+import Foundation
+import GlimpseImage
+import GlimpseONNX
+import GlimpseQuantize
+import GlimpseServing
+import GlimpseTensor
+import GlimpseTestSupport
+import XCTest
+
+@testable import GlimpseModelTools
+
+/// `glimpse train` end to end on CIFAR-10 images: features from an fp32 base whose classifier is a
+/// convolution (squeezenet1.1: pooled) and from an int8 one whose classifier is a QLinearMatMul
+/// (mobilenetv2-12-int8: dequantized), a head trained on them, the file written with its sidecar,
+/// loaded by the registry, and run by onnxruntime with the same probabilities.
+final class HeadTrainerTests: XCTestCase {
+    var folder: URL!
+    let models = SharedData.repoRoot.appendingPathComponent("models").path
+
+    override func setUpWithError() throws {
+        folder = try temporaryFolder("train").url
+    }
+
+    /// The first `perClass` training images of each of `classes`.
+    func samples(_ classes: Set<String>, perClass: Int) throws -> [EvalSample] {
+        let all = try EvalDataset.load(try SharedData.path("datasets/cifar10-jpeg/train.tar")).samples
+        return BaseModel.firstPerLabel(all.filter { classes.contains($0.label) }, limit: perClass)
+    }
+
+    func train(base: String, classes: Set<String>, perClass: Int) throws -> (HeadTrainer.Outcome, ModelMetadata, [EvalSample]) {
+        let (bytes, metadata) = try BaseModel.read(named: base, directory: models, keyring: ModelKeyring())
+        let data = try samples(classes, perClass: perClass)
+        var options = HeadTrainer.Options()
+        options.validationFraction = 0.25
+        options.threads = 2
+        options.mirror = true
+        options.training.l2 = [0.1, 0.01]
+        var events = 0
+        let outcome = try HeadTrainer(options: options).train(samples: data, validation: nil, base: bytes, baseName: base,
+                                                              preprocessing: metadata.preprocessing) { _ in events += 1 }
+        XCTAssertGreaterThan(events, 4)
+        XCTAssertEqual(outcome.labels, classes.sorted())
+        XCTAssertEqual(outcome.trainImages + outcome.validationImages, data.count)
+        XCTAssertEqual(outcome.validationImages, classes.count * perClass / 4)
+        XCTAssertEqual(outcome.report?.total, outcome.validationImages)
+        XCTAssertTrue(outcome.failures.isEmpty, "\(outcome.failures)")
+        return (outcome, metadata, data)
+    }
+
+    func testSqueezeNetBaseIsPooledAndOnnxruntimeAgrees() throws {
+        let (outcome, metadata, data) = try train(base: "squeezenet1.1", classes: ["airplane", "frog", "truck"], perClass: 8)
+        XCTAssertEqual(outcome.features, 512)
+        XCTAssertTrue(outcome.featurePath.contains("GlobalAveragePool"), outcome.featurePath)
+        try checkWrittenModel(outcome, preprocessing: metadata.preprocessing, images: Array(data.prefix(5)))
+    }
+
+    func testInt8MobileNetBaseIsDequantizedAndOnnxruntimeAgrees() throws {
+        let (outcome, metadata, data) = try train(base: "mobilenetv2-12-int8", classes: ["cat", "ship"], perClass: 8)
+        XCTAssertEqual(outcome.features, 1280)
+        XCTAssertTrue(outcome.featurePath.hasPrefix("472_quantized"), outcome.featurePath)
+        XCTAssertTrue(outcome.featurePath.contains("DequantizeLinear"), outcome.featurePath)
+        try checkWrittenModel(outcome, preprocessing: metadata.preprocessing, images: Array(data.suffix(5)))
+    }
+
+    /// Writes the model, loads it as a server would, and compares Glimpse's probabilities with onnxruntime's.
+    func checkWrittenModel(_ outcome: HeadTrainer.Outcome, preprocessing: Preprocessing, images: [EvalSample]) throws {
+        let path = folder.appendingPathComponent("head.onnx").path
+        try TrainedModelFiles.write(outcome, to: path, family: "things", preprocessing: preprocessing, accuracyDataset: nil)
+        let service = InferenceService(configuration: .init(engineThreads: 1))
+        defer { service.shutdown() }
+        let loaded = try service.registry.load(named: "head", directory: folder.path)
+        XCTAssertEqual(loaded.metadata.family, "things")
+        XCTAssertEqual(loaded.labels, outcome.labels)
+        XCTAssertEqual(loaded.metadata.preprocessing, preprocessing)
+        XCTAssertEqual(loaded.metadata.accuracy ?? -1, (outcome.report?.accuracy ?? -2), accuracy: 1e-4)
+
+        let input = Tensor(shape: Shape([images.count, 3, preprocessing.height, preprocessing.width]), dtype: .float32)
+        for (i, image) in images.enumerated() {
+            try Evaluator.preprocess(image, spec: preprocessing, into: input.rawPointer + i * preprocessing.byteCount)
+        }
+        let glimpse = try ONNXLoader.load(path: path).run([input])[0].floats()
+        let ort = try Onnxruntime.run(model: path, input: input, folder: folder)
+        XCTAssertEqual(glimpse.count, images.count * outcome.labels.count)
+        XCTAssertEqual(ort.count, glimpse.count)
+        let diff = zip(glimpse, ort).map { abs($0 - $1) }.max() ?? .infinity
+        XCTAssertLessThanOrEqual(diff, 1e-4, "max |Δp| between Glimpse and onnxruntime")
+        for i in images.indices {
+            XCTAssertEqual(glimpse[(i * outcome.labels.count)..<((i + 1) * outcome.labels.count)].reduce(0, +), 1, accuracy: 1e-4)
+        }
+    }
+
+    func testNamedFeatureTensorThatDoesNotExistIsAClearError() throws {
+        let (bytes, _) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
+        XCTAssertThrowsError(try ClassifierGraft(base: bytes, name: "squeezenet1.1", featureTensor: "no_such_tensor")) {
+            XCTAssertTrue("\($0)".contains("no_such_tensor"), "\($0)")
+        }
+        XCTAssertThrowsError(try ONNXLoader.load(bytes: bytes, name: "squeezenet1.1", outputs: ["no_such_tensor"])) {
+            XCTAssertTrue("\($0)".contains("no computed tensor 'no_such_tensor'"), "\($0)")
+        }
+        XCTAssertThrowsError(try BaseModel.read(named: "nope", directory: models, keyring: ModelKeyring())) {
+            XCTAssertTrue("\($0)".contains("no model \"nope\""), "\($0)")
+        }
+    }
+
+    func testOneClassIsRefused() throws {
+        let (bytes, metadata) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
+        let data = try samples(["cat"], perClass: 3)
+        XCTAssertThrowsError(try HeadTrainer(options: .init()).train(samples: data, validation: nil, base: bytes, baseName: "squeezenet1.1",
+                                                                     preprocessing: metadata.preprocessing)) {
+            XCTAssertTrue("\($0)".contains("at least two classes"), "\($0)")
+        }
+    }
+
+    func testMirrorReversesEachRowOfEachPlane() {
+        let spec = Preprocessing(width: 3, height: 2, crop: .center, channelOrder: .rgb, layout: .nchw)
+        let source = (0..<18).map(Float.init)
+        var out = [Float](repeating: -1, count: 18)
+        var input = source
+        input.withUnsafeMutableBytes { s in out.withUnsafeMutableBytes { d in Mirror.copyFlipped(s.baseAddress!, into: d.baseAddress!, spec: spec) } }
+        XCTAssertEqual(out, [2, 1, 0, 5, 4, 3, 8, 7, 6, 11, 10, 9, 14, 13, 12, 17, 16, 15])
+    }
+}
