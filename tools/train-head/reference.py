@@ -4,13 +4,14 @@ extracts with the same base model, from Pillow 224x224 resizes.
     reference.py MODEL.onnx TRAIN.tar TEST.tar [--per-class 500] [--c 0.01]
 
 MODEL.onnx is a file `glimpse train` wrote: its graph computes the base's pooled feature vector as
-the tensor `glimpse_features`, which this script makes the output (onnx.utils.extract_model), so
+the tensor `glimpse_features`, which this script makes the output (the head's Gemm and Softmax
+removed), so
 both sides read the same features of the same base. Prints the test accuracy and the time taken,
 as one JSON line."""
 import argparse, io, json, sys, tarfile, tempfile, time
 
 import numpy as np
-import onnx.utils
+import onnx
 import onnxruntime as ort
 from PIL import Image
 from sklearn.linear_model import LogisticRegression
@@ -61,7 +62,14 @@ def main():
     a = p.parse_args()
     start = time.time()
     with tempfile.NamedTemporaryFile(suffix=".onnx") as cut:
-        onnx.utils.extract_model(a.model, cut.name, ["input"], ["glimpse_features"])
+        model = onnx.load(a.model)
+        head = [n for n in model.graph.node if n.name in ("glimpse_head_gemm", "glimpse_head_softmax")]
+        width = [i.dims[1] for i in model.graph.initializer if i.name == "glimpse_head_weight"][0]
+        for n in head:
+            model.graph.node.remove(n)
+        del model.graph.output[:]
+        model.graph.output.append(onnx.helper.make_tensor_value_info("glimpse_features", onnx.TensorProto.FLOAT, ["N", width]))
+        onnx.save(model, cut.name)
         options = ort.SessionOptions()
         session = ort.InferenceSession(cut.name, options, providers=["CPUExecutionProvider"])
         x_train, y_train = features(session, images(a.train, a.per_class))

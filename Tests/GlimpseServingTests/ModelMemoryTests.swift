@@ -1,0 +1,67 @@
+import Foundation
+import GlimpseEngine
+import GlimpseONNX
+import GlimpseTensor
+@testable import GlimpseServing
+import GlimpseTestSupport
+import XCTest
+
+/// What a loaded model holds (`models.list`'s `memory`), that it is all given back when the model
+/// goes, and `--memory-budget`.
+final class ModelMemoryTests: XCTestCase {
+    let models = SharedData.repoRoot.appendingPathComponent("models").path
+
+    func testLoadedModelReportsWeightsAndPlans() throws {
+        let service = InferenceService(configuration: .init(engineThreads: 1))
+        defer { service.shutdown() }
+        let large = try service.registry.load(named: "digits-large", directory: models)
+        let small = try service.registry.load(named: "digits-small", directory: models)
+        let l = large.memory, s = small.memory
+        // digits-large holds about 250,000 float32 weights (1.0 MB file); packed copies come on top.
+        XCTAssertGreaterThan(l.weightBytes, 900_000)
+        XCTAssertLessThan(l.weightBytes, 8_000_000)
+        XCTAssertGreaterThan(l.planBytes, 0)
+        XCTAssertGreaterThanOrEqual(l.plans, 1)
+        XCTAssertEqual(l.totalBytes, l.weightBytes + l.planBytes)
+        XCTAssertLessThan(s.weightBytes, l.weightBytes / 4, "digits-small has 8/16 channels")
+    }
+
+    /// Every tensor of a model (weights, packed weights, plans of every batch size) is freed with it:
+    /// the ledgers return to zero, load after load (reload churn must not keep memory).
+    func testLedgersReturnToZeroWhenTheModelIsGone() throws {
+        let path = (models as NSString).appendingPathComponent("cifar10-large-int8.onnx")
+        for _ in 0..<3 {
+            var weights: MemoryLedger?, plans: MemoryLedger?
+            do {
+                let model = try ONNXLoader.load(path: path, options: EngineOptions(threads: 2, widenFixedBatch: true))
+                let input = Tensor(shape: Shape([4] + model.inputs[0].shape.dropFirst()), dtype: .float32)
+                _ = try model.run([input])
+                weights = model.weightMemory
+                plans = model.planMemory
+                XCTAssertGreaterThan(model.weightMemory.bytes, 0)
+                XCTAssertGreaterThan(model.planMemory.bytes, 0)
+            }
+            XCTAssertEqual(weights?.bytes, 0, "weight tensors still held after the model was released")
+            XCTAssertEqual(plans?.bytes, 0, "plan tensors still held after the model was released")
+        }
+    }
+
+    func testBudgetRefusesALoadThatWouldExceedIt() throws {
+        var configuration = ServingConfiguration(engineThreads: 1)
+        let probe = InferenceService(configuration: configuration)
+        let need = try probe.registry.load(named: "digits-small", directory: models).memory.totalBytes
+        probe.shutdown()
+
+        configuration.memoryBudgetBytes = need + need / 2
+        let service = InferenceService(configuration: configuration)
+        defer { service.shutdown() }
+        XCTAssertNoThrow(try service.registry.load(named: "digits-small", directory: models))
+        XCTAssertThrowsError(try service.registry.load(named: "digits-large", directory: models)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("digits-large") && text.contains("--memory-budget"), text)
+        }
+        XCTAssertEqual(service.registry.all.map(\.name), ["digits-small"], "the refused model is not loaded")
+        // Reloading the loaded model replaces it: the old version does not count against the budget.
+        XCTAssertNoThrow(try service.registry.load(named: "digits-small", directory: models))
+    }
+}
