@@ -43,7 +43,8 @@ struct Train: AsyncParsableCommand {
         guard validation >= 0, validation < 1 else { throw ValidationError("--validation must be in [0, 1)") }
         guard augment.allSatisfy({ $0 == "mirror" }) else { throw ValidationError("--augment knows only 'mirror'") }
         guard batch >= 1, batch <= 1024, maxIterations >= 1, patience >= 1 else { throw ValidationError("--batch, --max-iterations and --patience must be positive") }
-        let (baseBytes, metadata) = try BaseModel.read(named: base, directory: modelOptions.models, keyring: try modelOptions.keys.keyring())
+        let keyring = try modelOptions.keys.keyring()
+        let (baseBytes, metadata, baseKey) = try BaseModel.read(named: base, directory: modelOptions.models, keyring: keyring)
         var preprocessing = metadata.preprocessing
         if let crop {
             guard let mode = CropMode(rawValue: crop) else { throw ValidationError("--crop must be center, fit or fill") }
@@ -82,7 +83,9 @@ struct Train: AsyncParsableCommand {
         if !outcome.failures.isEmpty { print("skipped, could not decode: \(outcome.failures.joined(separator: "; "))") }
         let stem = ((out as NSString).lastPathComponent as NSString).deletingPathExtension
         let written = try TrainedModelFiles.write(outcome, to: out, family: family ?? stem, preprocessing: preprocessing,
-                                                  accuracyDataset: validationDir.map { "validation images of \($0)" })
+                                                  accuracyDataset: validationDir.map { "validation images of \($0)" },
+                                                  sealWith: baseKey, keyring: keyring)
+        if let baseKey { print("the base model is encrypted, so the new model is too, with the same key (id \(baseKey))") }
         print("wrote \(written.joined(separator: ", "))")
         print(String(format: "total %.1f s", Date().timeIntervalSince(start)))
     }

@@ -28,7 +28,7 @@ final class HeadTrainerTests: XCTestCase {
     }
 
     func train(base: String, classes: Set<String>, perClass: Int) throws -> (HeadTrainer.Outcome, ModelMetadata, [EvalSample]) {
-        let (bytes, metadata) = try BaseModel.read(named: base, directory: models, keyring: ModelKeyring())
+        let (bytes, metadata, _) = try BaseModel.read(named: base, directory: models, keyring: ModelKeyring())
         let data = try samples(classes, perClass: perClass)
         var options = HeadTrainer.Options()
         options.validationFraction = 0.25
@@ -90,7 +90,7 @@ final class HeadTrainerTests: XCTestCase {
     }
 
     func testNamedFeatureTensorThatDoesNotExistIsAClearError() throws {
-        let (bytes, _) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
+        let (bytes, _, _) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
         XCTAssertThrowsError(try ClassifierGraft(base: bytes, name: "squeezenet1.1", featureTensor: "no_such_tensor")) {
             XCTAssertTrue("\($0)".contains("no_such_tensor"), "\($0)")
         }
@@ -103,12 +103,46 @@ final class HeadTrainerTests: XCTestCase {
     }
 
     func testOneClassIsRefused() throws {
-        let (bytes, metadata) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
+        let (bytes, metadata, _) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
         let data = try samples(["cat"], perClass: 3)
         XCTAssertThrowsError(try HeadTrainer(options: .init()).train(samples: data, validation: nil, base: bytes, baseName: "squeezenet1.1",
                                                                      preprocessing: metadata.preprocessing)) {
             XCTAssertTrue("\($0)".contains("at least two classes"), "\($0)")
         }
+    }
+
+    /// An encrypted base gives an encrypted model, sealed with the base's key, and no plaintext on disk.
+    func testEncryptedBaseGivesAnEncryptedModel() throws {
+        var keyring = ModelKeyring()
+        try keyring.add(id: "k1", key: (0..<32).map { UInt8(7 * $0 + 1) })
+        let plain = try [UInt8](Data(contentsOf: URL(fileURLWithPath: models).appendingPathComponent("cifar10-small.onnx")))
+        let sealed = try EncryptedModelFile.seal(plain, name: "base.onnx", keyID: "k1", keyring: keyring)
+        try Data(sealed).write(to: folder.appendingPathComponent("base.onnx.enc"))
+        let sidecar = #"{"preprocessing": {"width": 32, "height": 32, "mean": [0.4914, 0.4822, 0.4465], "std": [0.247, 0.2435, 0.2616]}}"#
+        try Data(sidecar.utf8).write(to: folder.appendingPathComponent("base.json"))
+
+        let (bytes, metadata, keyID) = try BaseModel.read(named: "base", directory: folder.path, keyring: keyring)
+        XCTAssertEqual(bytes, plain)
+        XCTAssertEqual(keyID, "k1")
+        var options = HeadTrainer.Options()
+        options.training.l2 = [0.01]
+        let outcome = try HeadTrainer(options: options).train(samples: try samples(["deer", "horse"], perClass: 6), validation: nil,
+                                                              base: bytes, baseName: "base", preprocessing: metadata.preprocessing)
+        let written = try TrainedModelFiles.write(outcome, to: folder.appendingPathComponent("head.onnx").path, family: "animals",
+                                                  preprocessing: metadata.preprocessing, accuracyDataset: nil, sealWith: keyID, keyring: keyring)
+        XCTAssertEqual(written.first.map { ($0 as NSString).lastPathComponent }, "head.onnx.enc")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("head.onnx").path))
+        let onDisk = try Data(contentsOf: folder.appendingPathComponent("head.onnx.enc"))
+        XCTAssertNil(onDisk.range(of: Data("glimpse_head_gemm".utf8)), "the model's graph is readable on disk")
+        XCTAssertEqual(try EncryptedModelFile.header([UInt8](onDisk)).keyID, "k1")
+
+        var configuration = ServingConfiguration(engineThreads: 1)
+        configuration.modelKeys = keyring
+        let service = InferenceService(configuration: configuration)
+        defer { service.shutdown() }
+        let loaded = try service.registry.load(named: "head", directory: folder.path)
+        XCTAssertEqual(loaded.labels, ["deer", "horse"])
+        XCTAssertThrowsError(try InferenceService(configuration: .init(engineThreads: 1)).registry.load(named: "head", directory: folder.path))
     }
 
     func testMirrorReversesEachRowOfEachPlane() {

@@ -67,6 +67,8 @@ def main():
         width = [i.dims[1] for i in model.graph.initializer if i.name == "glimpse_head_weight"][0]
         for n in head:
             model.graph.node.remove(n)
+        for t in [t for t in model.graph.initializer if t.name.startswith("glimpse_head_")]:
+            model.graph.initializer.remove(t)
         del model.graph.output[:]
         model.graph.output.append(onnx.helper.make_tensor_value_info("glimpse_features", onnx.TensorProto.FLOAT, ["N", width]))
         onnx.save(model, cut.name)

@@ -8,8 +8,11 @@ import GlimpseServing
 public enum TrainedModelFiles {
     /// Returns the paths written.
     @discardableResult
+    /// With `sealWith` (a key id of `keyring`), the model is written encrypted, as `<stem>.onnx.enc`
+    /// (see `EncryptedModelFile`), and no plaintext copy touches the disk; `glimpse train` does so
+    /// when its base model is encrypted.
     public static func write(_ outcome: HeadTrainer.Outcome, to path: String, family: String, preprocessing p: Preprocessing,
-                             accuracyDataset: String?) throws -> [String] {
+                             accuracyDataset: String?, sealWith keyID: String? = nil, keyring: ModelKeyring = ModelKeyring()) throws -> [String] {
         guard path.hasSuffix(".onnx") else { throw DatasetError("--out must name a .onnx file: \(path)") }
         let folder = (path as NSString).deletingLastPathComponent
         let stem = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
@@ -24,8 +27,10 @@ public enum TrainedModelFiles {
             "invert": p.invert, "dtype": p.dtype.rawValue,
         ]
         if let short = p.resizeShortSide { preprocessing["resize_short_side"] = short }
+        let modelFile = stem + ".onnx" + (keyID == nil ? "" : EncryptedModelFile.fileExtension)
+        let modelPath = (directory as NSString).appendingPathComponent(modelFile)
         var sidecar: [String: Any] = [
-            "file": stem + ".onnx", "family": family, "variant": stem, "version": "1", "labels": labelsName,
+            "file": modelFile, "family": family, "variant": stem, "version": "1", "labels": labelsName,
             "preprocessing": preprocessing,
         ]
         if let accuracy = outcome.report?.accuracy {
@@ -33,24 +38,29 @@ public enum TrainedModelFiles {
             sidecar["accuracy_dataset"] = accuracyDataset ?? "validation images held out by glimpse train (\(outcome.validationImages))"
         }
         let json = try JSONSerialization.data(withJSONObject: sidecar, options: [.prettyPrinted, .sortedKeys])
-        try Data(outcome.model).write(to: URL(fileURLWithPath: path))
+        let bytes = try keyID.map { try EncryptedModelFile.seal(outcome.model, name: stem + ".onnx", keyID: $0, keyring: keyring) } ?? outcome.model
+        try Data(bytes).write(to: URL(fileURLWithPath: modelPath))
         try Data((outcome.labels.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: labelsPath))
         try json.write(to: URL(fileURLWithPath: sidecarPath))
-        return [path, labelsPath, sidecarPath]
+        return [modelPath, labelsPath, sidecarPath]
     }
 }
 
 /// The base model of `glimpse train`: its ONNX bytes (decrypted in memory for `*.onnx.enc`) and metadata.
 public enum BaseModel {
-    public static func read(named name: String, directory: String, keyring: ModelKeyring) throws -> (bytes: [UInt8], metadata: ModelMetadata) {
+    /// The bytes, the metadata and, for an encrypted file, the id of the key it was sealed with.
+    public static func read(named name: String, directory: String, keyring: ModelKeyring) throws -> (bytes: [UInt8], metadata: ModelMetadata, keyID: String?) {
         let (found, _) = ModelDirectory.scan(directory)
         guard let metadata = found.first(where: { $0.name == name }) else {
             throw DatasetError("no model \"\(name)\" in \(directory); available: \(found.map(\.name).sorted().joined(separator: ", "))")
         }
         let path = (directory as NSString).appendingPathComponent(metadata.file)
-        if EncryptedModelFile.isEncrypted(path) { return (try EncryptedModelFile.open(path: path, keyring: keyring), metadata) }
         guard let data = FileManager.default.contents(atPath: path) else { throw DatasetError("cannot read model file \(path)") }
-        return ([UInt8](data), metadata)
+        if EncryptedModelFile.isEncrypted(path) {
+            let keyID = try? EncryptedModelFile.header([UInt8](data)).keyID
+            return (try EncryptedModelFile.open(path: path, keyring: keyring), metadata, keyID)
+        }
+        return ([UInt8](data), metadata, nil)
     }
 
     /// The first `limit` samples of each label, in data set order.
