@@ -93,7 +93,7 @@ let package = Package(
         .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
         // Training a classifier head on extracted features (softmax regression, L-BFGS): `glimpse train`.
-        .target(name: "GlimpseTraining", swiftSettings: computeSettings),
+        .target(name: "GlimpseTraining", dependencies: ["GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseQuantize", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage"], swiftSettings: computeSettings),
 
         // Service layers.

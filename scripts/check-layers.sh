@@ -20,8 +20,8 @@ CZlib 0
 CGlimpseSIMD 0
 GlimpseTensor 1
 GlimpseJSON 1
-GlimpseTraining 1
 GlimpseKernels 2
+GlimpseTraining 2
 GlimpseTestSupport 2
 GlimpseImage 2
 GlimpseLoad 2

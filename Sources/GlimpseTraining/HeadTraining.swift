@@ -13,6 +13,10 @@ public enum HeadTraining {
         /// Weigh each class by n / (classes · n_class), so unbalanced folders train balanced.
         public var balanceClasses = true
         public var threads = 1
+        /// Units of a hidden layer (ReLU); 0 for a linear head. A hidden layer is trained by Adam
+        /// (`mlp`) instead of L-BFGS, with `mlp.weightDecay` in place of the L2 candidates.
+        public var hidden = 0
+        public var mlp = MLPHead.Options()
         public init() {}
     }
 
@@ -22,12 +26,16 @@ public enum HeadTraining {
         public var candidates: Int
         public var iteration: Int
         public var loss: Double
+        /// NaN for the hidden-layer head, which reports epochs in `iteration`.
         /// Accuracy on the validation split (nil without one).
         public var validationAccuracy: Double?
     }
 
     public struct Result: Sendable {
-        /// `[classes, columns]`, row-major, and `[classes]`, reading raw features.
+        /// The hidden layer, `[hidden, columns]` and `[hidden]`, reading raw features (nil for a linear head).
+        public var hiddenLayer: (weights: [Float], bias: [Float])?
+        /// The output layer: `[classes, columns or hidden]`, row-major, and `[classes]` (reading raw
+        /// features when there is no hidden layer).
         public var weights: [Float]
         public var bias: [Float]
         public var l2: Float
@@ -45,6 +53,10 @@ public enum HeadTraining {
         let x = standardizer.apply(train)
         let v = validation.map(standardizer.apply)
         let weights = classWeights(train.labels, classes: classes, balance: options.balanceClasses)
+        if options.hidden > 0 {
+            return trainHidden(x, validation: v, classes: classes, classWeights: weights, standardizer: standardizer,
+                               options: options, progress: progress)
+        }
         let lambdas = v == nil ? Array(options.l2.prefix(1)) : options.l2
         var best: (model: SoftmaxRegression, accuracy: Double?, l2: Float, iterations: Int, bestIteration: Int)?
         var tried: [(l2: Float, accuracy: Double?)] = []
@@ -74,8 +86,24 @@ public enum HeadTraining {
         }
         guard let best else { preconditionFailure("no L2 candidate") }
         let folded = standardizer.fold(weights: best.model.weights, bias: best.model.bias)
-        return Result(weights: folded.weights, bias: folded.bias, l2: best.l2, iterations: best.iterations, bestIteration: best.bestIteration,
+        return Result(hiddenLayer: nil, weights: folded.weights, bias: folded.bias, l2: best.l2, iterations: best.iterations, bestIteration: best.bestIteration,
                       trainAccuracy: accuracy(best.model.predict(x), x.labels), validationAccuracy: best.accuracy, candidates: tried)
+    }
+
+    static func trainHidden(_ x: FeatureMatrix, validation v: FeatureMatrix?, classes: Int, classWeights: [Float],
+                            standardizer: Standardizer, options: Options, progress: (Progress) -> Void) -> Result {
+        var mlp = MLPHead(columns: x.columns, hidden: options.hidden, classes: classes, seed: options.mlp.seed)
+        var mlpOptions = options.mlp
+        mlpOptions.threads = options.threads
+        let run = mlp.train(x, validation: v, classWeights: classWeights, options: mlpOptions) { epoch, accuracy in
+            progress(Progress(l2: mlpOptions.weightDecay, candidate: 1, candidates: 1, iteration: epoch, loss: .nan, validationAccuracy: accuracy))
+            return true
+        }
+        let first = standardizer.fold(weights: mlp.layer1.weights, bias: mlp.layer1.bias)
+        let second = mlp.layer2
+        return Result(hiddenLayer: (first.weights, first.bias), weights: second.weights, bias: second.bias, l2: mlpOptions.weightDecay,
+                      iterations: run.epochs, bestIteration: run.bestEpoch, trainAccuracy: accuracy(mlp.predict(x), x.labels),
+                      validationAccuracy: run.accuracy, candidates: [(mlpOptions.weightDecay, run.accuracy)])
     }
 
     /// n / (classes · n_k) for each class present, 0 for a class without examples.
@@ -84,6 +112,19 @@ public enum HeadTraining {
         var counts = [Int](repeating: 0, count: classes)
         for y in labels { counts[y] += 1 }
         return counts.map { $0 == 0 ? 0 : Float(labels.count) / Float(classes * $0) }
+    }
+
+    /// The class a trained head picks for each row of raw features.
+    public static func predict(_ result: Result, _ m: FeatureMatrix) -> [Int] {
+        let classes = result.bias.count
+        guard let hidden = result.hiddenLayer else {
+            var head = SoftmaxRegression(classes: classes, columns: m.columns)
+            head.parameters = result.weights + result.bias
+            return head.predict(m)
+        }
+        var mlp = MLPHead(columns: m.columns, hidden: hidden.bias.count, classes: classes, seed: 0)
+        mlp.parameters = hidden.weights + hidden.bias + result.weights + result.bias
+        return mlp.predict(m)
     }
 
     public static func accuracy(_ predicted: [Int], _ truth: [Int]) -> Double {

@@ -25,11 +25,17 @@ struct Train: AsyncParsableCommand {
     var validation: Double = 0.1
     @Option(help: "Labelled images to validate on instead of a held-out share.") var validationDir: String?
     @Option(help: "Use only the first N images of each class.") var perClassLimit: Int?
-    @Option(help: "Augmentation: 'mirror' adds the horizontal mirror image of each training image.") var augment: [String] = []
+    @Option(help: "Augmentation, repeatable: 'mirror' adds the horizontal mirror image of each training image, 'zoom' a second, tighter crop (and its mirror with both).")
+    var augment: [String] = []
     @Option(help: "L2 strengths to try, comma-separated; the best on the validation images wins.") var l2: String = "0.1,0.03,0.01,0.003,0.001"
     @Option(help: "Most L-BFGS iterations per L2 strength.") var maxIterations: Int = 300
     @Option(help: "Stop after this many iterations without a better validation accuracy.") var patience: Int = 30
     @Flag(help: "Weigh every image alike instead of balancing the classes.") var noClassWeights = false
+    @Option(help: "Units of a hidden layer (ReLU) before the softmax; 0 trains a linear head. A hidden layer is trained by Adam with a cosine schedule.")
+    var hidden: Int = 0
+    @Option(help: "With --hidden: most epochs (early stopping on the validation images ends sooner).") var epochs: Int = 60
+    @Option(help: "With --hidden: Adam's initial learning rate.") var learningRate: Float = 1e-3
+    @Option(help: "With --hidden: weight decay (L2 on the gradient).") var weightDecay: Float = 1e-4
     @Option(help: "Take the features from this float tensor of the base instead of its classifier's input.") var featureTensor: String?
     @Option(help: "Crop mode (center, fit or fill) instead of the base's; the new model's metadata records it, so serving preprocesses alike. 'fill' (stretch) keeps all of small images such as CIFAR-10's.")
     var crop: String?
@@ -41,7 +47,9 @@ struct Train: AsyncParsableCommand {
         let candidates = l2.split(separator: ",").compactMap { Float($0.trimmingCharacters(in: .whitespaces)) }
         guard !candidates.isEmpty, candidates.allSatisfy({ $0 >= 0 }) else { throw ValidationError("--l2 takes non-negative numbers, comma-separated") }
         guard validation >= 0, validation < 1 else { throw ValidationError("--validation must be in [0, 1)") }
-        guard augment.allSatisfy({ $0 == "mirror" }) else { throw ValidationError("--augment knows only 'mirror'") }
+        guard let augmentation = Augmentation(names: augment.flatMap { $0.split(separator: ",").map(String.init) }) else {
+            throw ValidationError("--augment takes mirror and zoom")
+        }
         guard batch >= 1, batch <= 1024, maxIterations >= 1, patience >= 1 else { throw ValidationError("--batch, --max-iterations and --patience must be positive") }
         let keyring = try modelOptions.keys.keyring()
         let (baseBytes, metadata, baseKey) = try BaseModel.read(named: base, directory: modelOptions.models, keyring: keyring)
@@ -57,7 +65,7 @@ struct Train: AsyncParsableCommand {
 
         var options = HeadTrainer.Options()
         options.validationFraction = validation
-        options.mirror = augment.contains("mirror")
+        options.augmentation = augmentation
         options.batch = batch
         options.threads = max(1, modelOptions.threads)
         options.featureTensor = featureTensor
@@ -65,14 +73,25 @@ struct Train: AsyncParsableCommand {
         options.training.maxIterations = maxIterations
         options.training.patience = patience
         options.training.balanceClasses = !noClassWeights
+        guard hidden >= 0, hidden <= 8192, epochs >= 1, learningRate > 0, weightDecay >= 0 else {
+            throw ValidationError("--hidden must be 0...8192, --epochs and --learning-rate positive, --weight-decay not negative")
+        }
+        options.training.hidden = hidden
+        options.training.mlp.epochs = epochs
+        options.training.mlp.learningRate = learningRate
+        options.training.mlp.weightDecay = weightDecay
+        options.training.mlp.patience = patience
         let progress = TrainingProgress()
         let outcome = try HeadTrainer(options: options).train(samples: samples, validation: held, base: baseBytes, baseName: base,
                                                               preprocessing: preprocessing) { progress.show($0) }
         progress.finish()
         print("features: \(outcome.features) values from \(outcome.featurePath)")
         print(String(format: "extracted %ld training and %ld validation images%@ in %.1f s; trained in %.1f s",
-                     outcome.trainImages, outcome.validationImages, options.mirror ? " (and the training images' mirrors)" : "",
+                     outcome.trainImages, outcome.validationImages, augmentation.isEmpty ? "" : " (and \(augment.joined(separator: ", ")) views of the training images)",
                      outcome.extractSeconds, outcome.trainSeconds))
+        if hidden > 0 {
+            print("hidden layer of \(hidden) units: \(outcome.result.iterations) epochs, best at epoch \(outcome.result.bestIteration)")
+        }
         let tried = outcome.result.candidates.map { c in "\(c.l2): " + (c.accuracy.map { String(format: "%.2f%%", $0 * 100) } ?? "-") }
         print("L2 strengths (validation accuracy): \(tried.joined(separator: ", ")); chose \(outcome.result.l2), best at iteration \(outcome.result.bestIteration)")
         print(String(format: "training accuracy %.2f%%", outcome.result.trainAccuracy * 100))
@@ -107,10 +126,11 @@ final class TrainingProgress: @unchecked Sendable {
             let rate = Double(done) / max(1e-3, Date().timeIntervalSince(started))
             write("\rextracting \(what) features [\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(done)/\(total) \(Int(rate)) img/s")
         case let .step(p):
-            let name = "training, L2 \(p.l2) (\(p.candidate)/\(p.candidates))"
+            let name = p.loss.isNaN ? "training, hidden layer" : "training, L2 \(p.l2) (\(p.candidate)/\(p.candidates))"
             if phase != name { newPhase(name) }
             let accuracy = p.validationAccuracy.map { String(format: " validation %.2f%%", $0 * 100) } ?? ""
-            let line = String(format: "L2 %g (%ld/%ld) iteration %3ld loss %.4f%@", p.l2, p.candidate, p.candidates, p.iteration, p.loss, accuracy)
+            let line = p.loss.isNaN ? String(format: "epoch %3ld%@", p.iteration, accuracy)
+                : String(format: "L2 %g (%ld/%ld) iteration %3ld loss %.4f%@", p.l2, p.candidate, p.candidates, p.iteration, p.loss, accuracy)
             if terminal { write("\r" + line + "   ") }
         }
     }

@@ -33,7 +33,8 @@ final class HeadTrainerTests: XCTestCase {
         var options = HeadTrainer.Options()
         options.validationFraction = 0.25
         options.threads = 2
-        options.mirror = true
+        options.augmentation = base == "squeezenet1.1" ? [.mirror, .zoom] : []
+        options.training.hidden = base == "squeezenet1.1" ? 0 : 16
         options.training.l2 = [0.1, 0.01]
         var events = 0
         let outcome = try HeadTrainer(options: options).train(samples: data, validation: nil, base: bytes, baseName: base,
@@ -41,6 +42,7 @@ final class HeadTrainerTests: XCTestCase {
         XCTAssertGreaterThan(events, 4)
         XCTAssertEqual(outcome.labels, classes.sorted())
         XCTAssertEqual(outcome.trainImages + outcome.validationImages, data.count)
+        XCTAssertEqual(outcome.trainExamples, outcome.trainImages * (base == "squeezenet1.1" ? 4 : 1))
         XCTAssertEqual(outcome.validationImages, classes.count * perClass / 4)
         XCTAssertEqual(outcome.report?.total, outcome.validationImages)
         XCTAssertTrue(outcome.failures.isEmpty, "\(outcome.failures)")
@@ -54,11 +56,14 @@ final class HeadTrainerTests: XCTestCase {
         try checkWrittenModel(outcome, preprocessing: metadata.preprocessing, images: Array(data.prefix(5)))
     }
 
+    /// With a hidden layer too (Gemm, Relu, Gemm, Softmax in the file).
     func testInt8MobileNetBaseIsDequantizedAndOnnxruntimeAgrees() throws {
         let (outcome, metadata, data) = try train(base: "mobilenetv2-12-int8", classes: ["cat", "ship"], perClass: 8)
         XCTAssertEqual(outcome.features, 1280)
         XCTAssertTrue(outcome.featurePath.hasPrefix("472_quantized"), outcome.featurePath)
         XCTAssertTrue(outcome.featurePath.contains("DequantizeLinear"), outcome.featurePath)
+        XCTAssertEqual(outcome.result.hiddenLayer?.bias.count, 16)
+        XCTAssertNotNil(Data(outcome.model).range(of: Data("glimpse_hidden_relu".utf8)))
         try checkWrittenModel(outcome, preprocessing: metadata.preprocessing, images: Array(data.suffix(5)))
     }
 

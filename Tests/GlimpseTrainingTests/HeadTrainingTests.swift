@@ -1,3 +1,4 @@
+import Foundation
 import GlimpseTestSupport
 import XCTest
 @testable import GlimpseTraining
@@ -96,6 +97,66 @@ final class HeadTrainingTests: XCTestCase {
         raw.parameters = result.weights + result.bias
         XCTAssertEqual(HeadTraining.accuracy(raw.predict(validation), validation.labels), result.validationAccuracy ?? -1, accuracy: 1e-9,
                        "the folded head reads raw features and scores what training reported")
+    }
+
+    /// XOR of two coordinates: no linear head separates it; one hidden layer does.
+    func testHiddenLayerLearnsWhatALinearHeadCannot() {
+        func xor(_ n: Int, seed: UInt64) -> FeatureMatrix {
+            var random = TestRandom(seed: seed)
+            var m = FeatureMatrix(columns: 3)
+            for _ in 0..<n {
+                let a = Float.random(in: -1...1, using: &random), b = Float.random(in: -1...1, using: &random)
+                m.append([a, b, Float.random(in: -0.1...0.1, using: &random)], label: (a > 0) == (b > 0) ? 0 : 1)
+            }
+            return m
+        }
+        let train = xor(600, seed: 11), validation = xor(200, seed: 12)
+        var options = HeadTraining.Options()
+        options.l2 = [0.001]
+        let linear = HeadTraining.train(train, validation: validation, classes: 2, options: options)
+        options.hidden = 16
+        options.mlp.learningRate = 0.01
+        options.mlp.epochs = 150
+        options.mlp.patience = 150
+        options.threads = 2
+        let mlp = HeadTraining.train(train, validation: validation, classes: 2, options: options)
+        XCTAssertLessThan(linear.validationAccuracy ?? 1, 0.75)
+        XCTAssertGreaterThan(mlp.validationAccuracy ?? 0, 0.9)
+        XCTAssertEqual(mlp.hiddenLayer?.bias.count, 16)
+        XCTAssertEqual(HeadTraining.accuracy(HeadTraining.predict(mlp, validation), validation.labels), mlp.validationAccuracy ?? -1,
+                       accuracy: 1e-9, "the folded layers read raw features and score what training reported")
+    }
+
+    func testHiddenLayerGradientMatchesFiniteDifferences() {
+        let m = blobs(classes: 3, columns: 4, perClass: [5, 3, 4], seed: 13, offset: 0, scale: 0.5)
+        let mlp = MLPHead(columns: 4, hidden: 5, classes: 3, seed: 14)
+        let weights = HeadTraining.classWeights(m.labels, classes: 3, balance: true)
+        let rows = Array(0..<m.rows)[...]
+        let gradient = mlp.gradient(m, rows: rows, classWeights: weights, threads: 1)
+        func loss(_ theta: [Float]) -> Double {
+            var probe = mlp
+            probe.parameters = theta
+            var total = 0.0, weight = 0.0
+            var h = [Float](repeating: 0, count: 5), p = [Float](repeating: 0, count: 3)
+            theta.withUnsafeBufferPointer { t in
+                m.values.withUnsafeBufferPointer { x in
+                    for i in 0..<m.rows {
+                        probe.forward(t.baseAddress!, x.baseAddress! + i * 4, h: &h, p: &p)
+                        total -= Double(weights[m.labels[i]]) * log(Double(p[m.labels[i]]))
+                        weight += Double(weights[m.labels[i]])
+                    }
+                }
+            }
+            return total / weight
+        }
+        let theta = mlp.parameters
+        for j in theta.indices {
+            var plus = theta, minus = theta
+            plus[j] += 1e-2
+            minus[j] -= 1e-2
+            let numeric = (loss(plus) - loss(minus)) / 2e-2
+            XCTAssertEqual(Double(gradient[j]), numeric, accuracy: 3e-3 + 3e-2 * abs(numeric), "parameter \(j)")
+        }
     }
 
     func testBalancedClassWeights() {

@@ -39,30 +39,37 @@ public final class FeatureExtractor: @unchecked Sendable {
         guard features >= 1 else { throw DatasetError("\(name): the feature tensor is empty (\(out.shape))") }
     }
 
-    /// Features of `samples` (label indices in `labels`), and of their mirror images too when
-    /// `mirrored`. Samples that fail to decode are skipped and reported. `progress` gets (done, total).
-    public func extract(_ samples: [(EvalSample, Int)], mirrored: Bool = false,
+    /// Features of `samples` (with their label indices), and of the extra views `augmentation` asks
+    /// for (each a training example of its own). Samples that fail to decode are skipped and
+    /// reported. `progress` gets (done, total).
+    public func extract(_ samples: [(EvalSample, Int)], augmentation: Augmentation = [],
                         progress: (Int, Int) -> Void = { _, _ in }) throws -> (matrix: FeatureMatrix, failures: [String]) {
         var matrix = FeatureMatrix(columns: features)
         var failures: [String] = []
-        let views = mirrored ? 2 : 1
-        let perCall = max(1, batch / views) // images per engine run (each view is an item)
         guard let input = model.inputs.first else { return (matrix, failures) }
+        let crops = augmentation.contains(.zoom) ? [preprocessing, Augmentation.zoomed(preprocessing)] : [preprocessing]
+        let mirrored = augmentation.contains(.mirror)
+        let views = crops.count * (mirrored ? 2 : 1)
         let itemShape = Array(input.shape.dropFirst())
         let itemBytes = preprocessing.byteCount
         let fixed = input.shape.first.flatMap { $0 > 0 ? $0 : nil }
+        let perCall = max(1, (fixed ?? batch) / views) // images per engine run (each view is an item)
         var done = 0
         while done < samples.count {
-            let chunk = Array(samples[done..<min(samples.count, done + (fixed.map { max(1, $0 / views) } ?? perCall))])
-            let items = chunk.count * views
-            let tensor = Tensor(shape: Shape([fixed ?? items] + itemShape), dtype: input.dtype)
+            let chunk = Array(samples[done..<min(samples.count, done + perCall)])
+            let tensor = Tensor(shape: Shape([fixed ?? chunk.count * views] + itemShape), dtype: input.dtype)
             let errors = ErrorSlots(count: chunk.count)
-            let spec = preprocessing
             DispatchQueue.concurrentPerform(iterations: chunk.count) { i in
                 do {
-                    let at = tensor.rawPointer + i * views * itemBytes
-                    try Evaluator.preprocess(chunk[i].0, spec: spec, into: at)
-                    if mirrored { Mirror.copyFlipped(at, into: at + itemBytes, spec: spec) }
+                    var at = tensor.rawPointer + i * views * itemBytes
+                    for spec in crops {
+                        try Evaluator.preprocess(chunk[i].0, spec: spec, into: at)
+                        if mirrored {
+                            Mirror.copyFlipped(at, into: at + itemBytes, spec: spec)
+                            at += itemBytes
+                        }
+                        at += itemBytes
+                    }
                 } catch {
                     errors.set(i, "\(chunk[i].0.source): \(error)")
                 }
@@ -79,6 +86,37 @@ public final class FeatureExtractor: @unchecked Sendable {
             progress(done, samples.count)
         }
         return (matrix, failures)
+    }
+}
+
+/// Extra views of each training image, each one more training example (the validation images are
+/// never augmented).
+public struct Augmentation: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// The horizontal mirror image.
+    public static let mirror = Augmentation(rawValue: 1)
+    /// A second, tighter crop: the short side resized to 1.15× the input, then the centre cut out.
+    public static let zoom = Augmentation(rawValue: 2)
+
+    /// `--augment` names: mirror, zoom.
+    public init?(names: [String]) {
+        var a: Augmentation = []
+        for name in names {
+            switch name {
+            case "mirror": a.insert(.mirror)
+            case "zoom", "crop": a.insert(.zoom)
+            default: return nil
+            }
+        }
+        self = a
+    }
+
+    static func zoomed(_ spec: Preprocessing) -> Preprocessing {
+        var z = spec
+        z.crop = .center
+        z.resizeShortSide = Int((Double(max(spec.width, spec.height)) * 1.15).rounded())
+        return z
     }
 }
 

@@ -11,8 +11,8 @@ public struct HeadTrainer {
     public struct Options: Sendable {
         /// Share of the images held out for early stopping and the report when no validation set is given.
         public var validationFraction = 0.1
-        /// Mirror images of the training images are added as more training examples.
-        public var mirror = false
+        /// Extra views of the training images, added as more training examples.
+        public var augmentation: Augmentation = []
         public var batch = 16
         public var threads = 1
         public var featureTensor: String?
@@ -28,6 +28,8 @@ public struct HeadTrainer {
         /// On the validation images (nil when there were none).
         public var report: ClassificationReport?
         public var trainImages: Int
+        /// Training examples: the images and their augmented views.
+        public var trainExamples: Int
         public var validationImages: Int
         public var features: Int
         public var featurePath: String
@@ -65,7 +67,7 @@ public struct HeadTrainer {
         let extractor = try FeatureExtractor(base: base, name: baseName, preprocessing: preprocessing, threads: options.threads,
                                              batch: options.batch, featureTensor: options.featureTensor)
         let start = Date()
-        let trainSet = try extractor.extract(train, mirrored: options.mirror) { events(.extracting(done: $0, total: $1, what: "training")) }
+        let trainSet = try extractor.extract(train, augmentation: options.augmentation) { events(.extracting(done: $0, total: $1, what: "training")) }
         let heldSet = try extractor.extract(held) { events(.extracting(done: $0, total: $1, what: "validation")) }
         let extractSeconds = Date().timeIntervalSince(start)
         guard trainSet.matrix.rows > 0 else {
@@ -79,14 +81,15 @@ public struct HeadTrainer {
         let trainSeconds = Date().timeIntervalSince(trainStart)
         var report: ClassificationReport?
         if heldSet.matrix.rows > 0 {
-            var head = SoftmaxRegression(classes: labels.count, columns: extractor.features)
-            head.parameters = result.weights + result.bias
-            report = ClassificationReport(labels: labels, truth: heldSet.matrix.labels, predicted: head.predict(heldSet.matrix))
+            report = ClassificationReport(labels: labels, truth: heldSet.matrix.labels, predicted: HeadTraining.predict(result, heldSet.matrix))
         }
-        let head = ClassifierGraft.Head(classes: labels.count, features: extractor.features, weights: result.weights, bias: result.bias)
+        var head = ClassifierGraft.Head(classes: labels.count, features: extractor.features, weights: result.weights, bias: result.bias)
+        if let hidden = result.hiddenLayer {
+            head.hidden = ClassifierGraft.Layer(units: hidden.bias.count, weights: hidden.weights, bias: hidden.bias)
+        }
         let note = "head trained by glimpse train on \(trainSet.matrix.rows) examples over \(labels.count) classes; base \(baseName); features \(extractor.graft.featurePath); L2 \(result.l2)"
         let model = try extractor.graft.model(head: head, metadata: [("glimpse.training", note), ("glimpse.labels", labels.joined(separator: "\n"))])
-        return Outcome(model: model, labels: labels, result: result, report: report, trainImages: train.count, validationImages: held.count,
+        return Outcome(model: model, labels: labels, result: result, report: report, trainImages: train.count, trainExamples: trainSet.matrix.rows, validationImages: held.count,
                        features: extractor.features, featurePath: extractor.graft.featurePath, extractSeconds: extractSeconds,
                        trainSeconds: trainSeconds, failures: trainSet.failures + heldSet.failures)
     }

@@ -16,10 +16,24 @@ public struct ClassifierGraft: Sendable {
     /// Name of the output probabilities `[N, classes]`.
     public static let outputTensor = "probabilities"
 
-    /// The trained head: `weights` is `[classes, features]` row-major, `bias` `[classes]`.
+    /// A hidden layer: `weights` `[units, features]` row-major, `bias` `[units]`, then ReLU.
+    public struct Layer: Sendable {
+        public var units: Int
+        public var weights: [Float]
+        public var bias: [Float]
+        public init(units: Int, weights: [Float], bias: [Float]) {
+            self.units = units
+            self.weights = weights
+            self.bias = bias
+        }
+    }
+
+    /// The trained head: `weights` is `[classes, features]` row-major (`[classes, hidden units]` after
+    /// a hidden layer), `bias` `[classes]`.
     public struct Head: Sendable {
         public var classes: Int
         public var features: Int
+        public var hidden: Layer?
         public var weights: [Float]
         public var bias: [Float]
         public init(classes: Int, features: Int, weights: [Float], bias: [Float]) {
@@ -78,9 +92,10 @@ public struct ClassifierGraft: Sendable {
     /// The grafted model: the base up to its features, the adapters, `Gemm` with `head`, `Softmax`.
     /// `metadata` entries are added to the model's `metadata_props`.
     public func model(head: Head, metadata: [(key: String, value: String)] = []) throws -> [UInt8] {
-        guard head.classes >= 1, head.features >= 1, head.weights.count == head.classes * head.features,
-              head.bias.count == head.classes else {
-            throw QuantizationError(.invalidArgument, "head of \(head.classes) classes × \(head.features) features has \(head.weights.count) weights and \(head.bias.count) biases")
+        let inputs = head.hidden?.units ?? head.features
+        guard head.classes >= 1, head.features >= 1, head.weights.count == head.classes * inputs, head.bias.count == head.classes,
+              head.hidden.map({ $0.weights.count == $0.units * head.features && $0.bias.count == $0.units }) ?? true else {
+            throw QuantizationError(.invalidArgument, "head of \(head.classes) classes × \(inputs) inputs has \(head.weights.count) weights and \(head.bias.count) biases, or a hidden layer of the wrong size")
         }
         let s = file.scanner
         var graph = ProtoWriter()
@@ -100,9 +115,18 @@ public struct ClassifierGraft: Sendable {
             let output = i == adapters.count - 1 ? Self.featureTensor : (a.opType == "DequantizeLinear" ? "glimpse_features_dequantized" : "glimpse_features_pooled")
             graph.message(1, ONNXEncoding.node(a.opType, inputs: a.inputs, outputs: [output], name: "glimpse_head_\(a.opType.lowercased())", ints: a.ints))
         }
-        graph.message(5, ONNXEncoding.floatTensor(name: "glimpse_head_weight", dims: [head.classes, head.features], values: head.weights))
+        var classifierInput = Self.featureTensor
+        if let hidden = head.hidden {
+            graph.message(5, ONNXEncoding.floatTensor(name: "glimpse_hidden_weight", dims: [hidden.units, head.features], values: hidden.weights))
+            graph.message(5, ONNXEncoding.floatTensor(name: "glimpse_hidden_bias", dims: [hidden.units], values: hidden.bias))
+            graph.message(1, ONNXEncoding.node("Gemm", inputs: [Self.featureTensor, "glimpse_hidden_weight", "glimpse_hidden_bias"],
+                                                outputs: ["glimpse_hidden_linear"], name: "glimpse_hidden_gemm", ints: [("transB", 1)]))
+            graph.message(1, ONNXEncoding.node("Relu", inputs: ["glimpse_hidden_linear"], outputs: ["glimpse_hidden"], name: "glimpse_hidden_relu"))
+            classifierInput = "glimpse_hidden"
+        }
+        graph.message(5, ONNXEncoding.floatTensor(name: "glimpse_head_weight", dims: [head.classes, inputs], values: head.weights))
         graph.message(5, ONNXEncoding.floatTensor(name: "glimpse_head_bias", dims: [head.classes], values: head.bias))
-        graph.message(1, ONNXEncoding.node("Gemm", inputs: [Self.featureTensor, "glimpse_head_weight", "glimpse_head_bias"],
+        graph.message(1, ONNXEncoding.node("Gemm", inputs: [classifierInput, "glimpse_head_weight", "glimpse_head_bias"],
                                             outputs: ["glimpse_logits"], name: "glimpse_head_gemm", ints: [("transB", 1)]))
         graph.message(1, ONNXEncoding.node("Softmax", inputs: ["glimpse_logits"], outputs: [Self.outputTensor],
                                             name: "glimpse_head_softmax", ints: [("axis", 1)]))
