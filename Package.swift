@@ -137,7 +137,7 @@ let package = Package(
         .executableTarget(
             name: "glimpse",
             dependencies: [
-                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseTraining", "GlimpseImage", "GlimpseTensor",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseTraining", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
                 argumentParser, logging, metrics, serviceLifecycle, .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: serviceSettings

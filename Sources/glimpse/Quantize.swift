@@ -10,6 +10,9 @@ struct Quantize: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write an fp16, int8 or calibrated int8-static variant of a float32 ONNX model and compare it with the original.",
         discussion: """
+        An encrypted model (MODEL.onnx.enc, with --model-key-file) is decrypted in memory and the variant \
+        is written encrypted with the same key, so no plaintext model reaches the disk.
+
         Modes: fp16 (float16 weights + Cast), int8-linear (symmetric per-channel int8 weights as \
         DequantizeLinear), int8-kmeans (2^bits shared values per tensor on weights scaled per output \
         channel, as Gather(table, indices) times the channel scales). Biases and tensors under 1024 \
@@ -47,6 +50,7 @@ struct Quantize: ParsableCommand {
     @Option(help: "k-means starting centroids: linear, quantile or mixed.") var kmeansInit: String = KMeansInitialization.mixed.rawValue
     @Flag(inversion: .prefixedNo, help: "k-means on weights divided by their output channel's max |w| (a per-channel Mul restores them).")
     var kmeansChannelScales = true
+    @OptionGroup var keys: ModelKeyOptions
 
     func run() throws {
         let quantizationMode: QuantizationMode
@@ -56,6 +60,10 @@ struct Quantize: ParsableCommand {
             throw ValidationError(e.message)
         }
         let spec = try preprocessingSpec()
+        if EncryptedModelFile.isEncrypted(model) {
+            try runEncrypted(mode: quantizationMode, spec: spec)
+            return
+        }
         let stem = ((model as NSString).lastPathComponent as NSString).deletingPathExtension
         let output = out ?? "\(stem)-\(quantizationMode.fileSuffix).onnx"
         guard (output as NSString).standardizingPath != (model as NSString).standardizingPath else {
@@ -106,31 +114,8 @@ struct Quantize: ParsableCommand {
         } catch let e as QuantizationError {
             throw ValidationError(e.message)
         }
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: images, isDirectory: &isDir) else {
-            throw ValidationError("no such file or folder: \(images)")
-        }
-        var inputs: [Tensor] = []
-        var skipped: [String] = []
-        var plainFolder = false
-        if isDir.boolValue {
-            (inputs, skipped) = try StaticQuantizer.calibrationInputs(folder: images, modelPath: model, preprocessing: spec, limit: calibrationImages)
-            plainFolder = !inputs.isEmpty
-        }
-        if inputs.isEmpty {
-            // A labelled data set, as `glimpse eval` reads it.
-            skipped = []
-            let (_, samples) = try EvalDataset.load(images)
-            let dims = spec.layout == .nhwc ? [1, spec.height, spec.width, spec.channels] : [1, spec.channels, spec.height, spec.width]
-            for sample in StaticQuantizer.spread(samples, limit: calibrationImages) {
-                let t = Tensor(shape: Shape(dims), dtype: spec.dtype)
-                do {
-                    try Evaluator.preprocess(sample, spec: spec, into: t.rawPointer)
-                    inputs.append(t)
-                } catch {
-                    skipped.append("\(sample.source): \(error)")
-                }
-            }
+        let (inputs, skipped, plainFolder) = try calibrationInputs(images, spec: spec) {
+            try StaticQuantizer.calibrationInputs(folder: images, modelPath: model, preprocessing: spec, limit: calibrationImages)
         }
         guard !inputs.isEmpty else { throw ValidationError("no usable calibration images in \(images)") }
         let start = Date()
@@ -148,5 +133,32 @@ struct Quantize: ParsableCommand {
         print(QuantizationReport.table([report]))
         print("\(report.imageCount) images (also the calibration images), preprocessing \(preprocessing), \(threads) engine thread(s)")
         for d in report.disagreements { print("top-1 differs: \(d)") }
+    }
+
+    /// Calibration inputs from `images`: a plain folder of photos (read by `fromFolder`; the third
+    /// value is then true), else a labelled data set as `glimpse eval` reads it.
+    func calibrationInputs(_ images: String, spec: Preprocessing,
+                           fromFolder: () throws -> (inputs: [Tensor], skipped: [String])) throws -> ([Tensor], [String], Bool) {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: images, isDirectory: &isDir) else {
+            throw ValidationError("no such file or folder: \(images)")
+        }
+        if isDir.boolValue {
+            let (inputs, skipped) = try fromFolder()
+            if !inputs.isEmpty { return (inputs, skipped, true) }
+        }
+        var inputs: [Tensor] = [], skipped: [String] = []
+        let (_, samples) = try EvalDataset.load(images)
+        let dims = spec.layout == .nhwc ? [1, spec.height, spec.width, spec.channels] : [1, spec.channels, spec.height, spec.width]
+        for sample in StaticQuantizer.spread(samples, limit: calibrationImages) {
+            let t = Tensor(shape: Shape(dims), dtype: spec.dtype)
+            do {
+                try Evaluator.preprocess(sample, spec: spec, into: t.rawPointer)
+                inputs.append(t)
+            } catch {
+                skipped.append("\(sample.source): \(error)")
+            }
+        }
+        return (inputs, skipped, false)
     }
 }

@@ -133,6 +133,12 @@ extension StaticQuantizer {
         } catch {
             throw QuantizationError(.verificationFailed, "cannot load \(modelPath): \(error)")
         }
+        return try calibrationInputs(folder: folder, model: model, preprocessing: preprocessing, limit: limit)
+    }
+
+    /// The same, for a model already loaded (an encrypted one is decrypted in memory, never read by path).
+    public static func calibrationInputs(folder: String, model: CompiledModel, preprocessing: Preprocessing,
+                                         limit: Int? = nil) throws -> (inputs: [Tensor], skipped: [String]) {
         let (prepared, skipped) = try QuantizationReport.preprocessImages(folder, spec: preprocessing, model: model)
         return (spread(prepared.map(\.tensor), limit: limit), skipped)
     }
