@@ -101,4 +101,32 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertTrue(list.output.contains("tiny\tfamily=tiny"), list.output)
         XCTAssertTrue(list.output.contains("labels=10"), list.output)
     }
+
+    /// The README's loop: a server is running; a model is trained into its folder, loaded with
+    /// `models.load` over /rpc (curl, h2c), and classifies.
+    func testTrainedModelIsPickedUpByARunningServer() throws {
+        let served = folder.appendingPathComponent("served")
+        try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
+        try Data(contentsOf: models.appendingPathComponent("digits-small.onnx")).write(to: served.appendingPathComponent("digits-small.onnx"))
+        try Data(#"{"preprocessing": "mnist", "family": "digits"}"#.utf8).write(to: served.appendingPathComponent("digits-small.json"))
+        let server = try GlimpseProcess(arguments: ["--models", served.path, "--admin-without-auth", "--threads", "1"])
+        defer { server.stop() }
+
+        let tar = try SharedData.path("datasets/cifar10-jpeg/train.tar")
+        let run = try glimpse(["train", tar, "--base", "squeezenet1.1", "--models", models.path, "--per-class-limit", "2",
+                               "--validation", "0", "--out", "served/pets.onnx", "--family", "pets", "--threads", "1"])
+        XCTAssertEqual(run.status, 0, run.output)
+        func rpc(_ method: String, _ params: String) throws -> String {
+            let body = Data(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#.utf8)
+            let reply = try ExternalClient.curl(server.base + "/rpc", body: body)
+            XCTAssertEqual(reply.status, 200)
+            return String(decoding: reply.body, as: UTF8.self)
+        }
+        let load = try rpc("models.load", #"{"model":"pets"}"#)
+        XCTAssertTrue(load.contains("\"result\""), load)
+        let image = try Data(contentsOf: URL(fileURLWithPath: try SharedData.path("images/imagenet/kitten_small.jpg"))).base64EncodedString()
+        let answer = try rpc("classify", #"{"model":"pets","top_k":10,"image":"\#(image)"}"#)
+        XCTAssertTrue(answer.contains("\"variant\":\"pets\""), answer)
+        for label in ["airplane", "cat", "truck"] { XCTAssertTrue(answer.contains("\"label\":\"\(label)\""), answer) }
+    }
 }
