@@ -56,17 +56,8 @@ public struct MLPHead: Sendable {
     func forward(_ theta: UnsafePointer<Float>, _ x: UnsafePointer<Float>, h: UnsafeMutablePointer<Float>, p: UnsafeMutablePointer<Float>) {
         let o = offsets
         for j in 0..<hidden { h[j] = max(0, Vector.dot(theta + j * columns, x, count: columns) + theta[o.b1 + j]) }
-        var top = -Float.infinity
-        for k in 0..<classes {
-            p[k] = Vector.dot(theta + o.w2 + k * hidden, UnsafePointer(h), count: hidden) + theta[o.b2 + k]
-            top = max(top, p[k])
-        }
-        var sum: Float = 0
-        for k in 0..<classes {
-            p[k] = expf(p[k] - top)
-            sum += p[k]
-        }
-        for k in 0..<classes { p[k] /= sum }
+        for k in 0..<classes { p[k] = Vector.dot(theta + o.w2 + k * hidden, UnsafePointer(h), count: hidden) + theta[o.b2 + k] }
+        Vector.softmax(p, count: classes)
     }
 
     public func predict(_ m: FeatureMatrix) -> [Int] {

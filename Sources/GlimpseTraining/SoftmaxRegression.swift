@@ -95,17 +95,8 @@ public struct SoftmaxRegression: Sendable {
     /// Softmax of one row's logits into `out` (the max is subtracted first).
     static func softmaxRow(_ theta: UnsafeBufferPointer<Float>, _ x: UnsafePointer<Float>, classes: Int, columns: Int,
                            into out: UnsafeMutablePointer<Float>) {
-        var top = -Float.infinity
-        for k in 0..<classes {
-            out[k] = Vector.dot(theta.baseAddress! + k * columns, x, count: columns) + theta[classes * columns + k]
-            top = max(top, out[k])
-        }
-        var sum: Float = 0
-        for k in 0..<classes {
-            out[k] = expf(out[k] - top)
-            sum += out[k]
-        }
-        for k in 0..<classes { out[k] /= sum }
+        for k in 0..<classes { out[k] = Vector.dot(theta.baseAddress! + k * columns, x, count: columns) + theta[classes * columns + k] }
+        Vector.softmax(out, count: classes)
     }
 }
 

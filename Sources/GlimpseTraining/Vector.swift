@@ -1,5 +1,21 @@
-/// The two loops training spends its time in, on 16-lane vectors with a scalar tail.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The two loops training spends its time in, on 16-lane vectors with a scalar tail, and the softmax.
 enum Vector {
+    /// Logits → probabilities in place (the largest logit is subtracted first, so nothing overflows).
+    static func softmax(_ p: UnsafeMutablePointer<Float>, count: Int) {
+        var top = -Float.infinity
+        for k in 0..<count { top = max(top, p[k]) }
+        var sum: Float = 0
+        for k in 0..<count {
+            p[k] = expf(p[k] - top)
+            sum += p[k]
+        }
+        for k in 0..<count { p[k] /= sum }
+    }
+
     /// Σ a[i]·b[i], with four independent accumulators.
     @inline(__always)
     static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) -> Float {

@@ -49,7 +49,7 @@ public enum OpenRPCDocument {
                 ],
             ],
             [
-                "name": "models.list", "summary": "The loaded models with their input specs, labels count, size and version.",
+                "name": "models.list", "summary": "The loaded models with their input specs, labels count, size, version and memory (weights, plans).",
                 "params": [], "result": ["name": "models", "schema": ["type": "object"]],
             ],
             [
