@@ -62,6 +62,8 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "glimpse")
+        // Large blocks (model weights, plans) mapped on their own, so unloaded models give memory back.
+        HeapPolicy.fixMmapThreshold()
         let prometheus = PrometheusExport()
         let metrics = prometheus.bootstrap()
         let energy = EnergyMeter(wattsPerCore: wattsPerCore)
