@@ -7,7 +7,8 @@
 #
 # Images: ../shared/images/imagenet/samoyed_dog.jpg (1546x1213 JPEG, 0.66 MB, decoded at a reduced
 # DCT scale for a 224 input) and a 1546x1213 RGB PNG written by this script (5.6 MB, barely
-# compressible, so 7.5 MB of base64 and a full-size decode). Allocator settings: glibc's defaults,
+# compressible, so 7.5 MB of base64 and a full-size decode). Allocator settings: glimpse serve's default
+# (a fixed 1 MiB mmap threshold),
 # and MALLOC_MMAP_THRESHOLD_=262144 (buffers of 256 KiB and more come from mmap and go back to the
 # system when freed). Loopback only; every run is bounded by its request count.
 set -euo pipefail
@@ -40,7 +41,7 @@ mib() { awk -v k="$1" '$1 == k":" {print int($2 / 1024)}' "/proc/$pid/status"; }
 echo "| image | body | allocator | RSS idle MiB | peak MiB | after MiB | req/s | answered |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|"
 for image in jpeg png; do
-  for setting in "glibc defaults|" "MALLOC_MMAP_THRESHOLD_=262144|MALLOC_MMAP_THRESHOLD_=262144"; do
+  for setting in "serve's default (1 MiB mmap threshold)|" "MALLOC_MMAP_THRESHOLD_=262144|MALLOC_MMAP_THRESHOLD_=262144"; do
     IFS='|' read -r label env <<< "$setting"
     port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
     # shellcheck disable=SC2086
