@@ -220,7 +220,11 @@ def main():
         for t in threads:
             t.start()
         main_json = os.path.join(work, "soak.json")
-        load = run.load(["--rate", str(offered), "--warmup", "0", "--deadline-ms", str(a.deadline_ms)], main_json, a.duration)
+        # glimpse-load stops at --max-requests (1,000,000 by default), which 2x overload reaches in
+        # minutes: allow the whole duration's arrivals, with a margin.
+        cap = int(offered * a.duration * 1.1) + 1000
+        load = run.load(["--rate", str(offered), "--warmup", "0", "--deadline-ms", str(a.deadline_ms),
+                         "--max-requests", str(cap)], main_json, a.duration)
         load.wait(timeout=a.duration + 120)
         run.stop.set()
         for t in threads:
