@@ -1,7 +1,7 @@
 import Foundation
 import GlimpseImage
 import GlimpseONNX
-import GlimpseQuantize
+@testable import GlimpseQuantize
 import GlimpseServing
 import GlimpseTensor
 import GlimpseTestSupport
@@ -106,6 +106,26 @@ final class HeadTrainerTests: XCTestCase {
         XCTAssertThrowsError(try BaseModel.read(named: "nope", directory: models, keyring: ModelKeyring())) {
             XCTAssertTrue("\($0)".contains("no model \"nope\""), "\($0)")
         }
+    }
+
+    /// A file whose initializers come before its nodes (field order is free in protobuf) grafts the
+    /// same model: the kept nodes are matched by their place in the graph, not by their index.
+    func testGraftDoesNotDependOnTheOrderOfGraphFields() throws {
+        let (bytes, _, _) = try BaseModel.read(named: "squeezenet1.1", directory: models, keyring: ModelKeyring())
+        let file = try ONNXModelFile(bytes: bytes, name: "squeezenet1.1")
+        var graph = ProtoWriter()
+        for f in file.graphFields where f.number == 5 { graph.raw(file.scanner.bytes[f.span]) }
+        for f in file.graphFields where f.number != 5 { graph.raw(file.scanner.bytes[f.span]) }
+        let reordered = file.model(graph: graph, metadata: [])
+        let head = ClassifierGraft.Head(classes: 2, features: 512, weights: (0..<1024).map { Float($0 % 7) * 0.01 }, bias: [0.1, -0.1])
+        let a = try ClassifierGraft(base: bytes, name: "a").model(head: head)
+        let b = try ClassifierGraft(base: reordered, name: "b").model(head: head)
+        let input = Tensor(shape: Shape([1, 3, 224, 224]), dtype: .float32)
+        for i in 0..<input.count { input.pointer(as: Float.self)[i] = Float(i % 255) / 255 - 0.5 }
+        let pa = try ONNXLoader.load(bytes: a, name: "a").run([input])[0].floats()
+        let pb = try ONNXLoader.load(bytes: b, name: "b").run([input])[0].floats()
+        XCTAssertEqual(pa, pb)
+        XCTAssertLessThan(b.count, reordered.count, "the original classifier's weights are left out")
     }
 
     func testOneClassIsRefused() throws {

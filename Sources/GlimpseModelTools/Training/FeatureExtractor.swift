@@ -53,6 +53,9 @@ public final class FeatureExtractor: @unchecked Sendable {
         let itemShape = Array(input.shape.dropFirst())
         let itemBytes = preprocessing.byteCount
         let fixed = input.shape.first.flatMap { $0 > 0 ? $0 : nil }
+        if let fixed, fixed < views {
+            throw DatasetError("the base model keeps a fixed batch of \(fixed), and the augmentation needs \(views) items per image; train without --augment")
+        }
         let perCall = max(1, (fixed ?? batch) / views) // images per engine run (each view is an item)
         var done = 0
         while done < samples.count {

@@ -101,12 +101,14 @@ public struct ClassifierGraft: Sendable {
         var graph = ProtoWriter()
         let kept = Set(keptNodes)
         var used = Set<String>()
-        for i in keptNodes { used.formUnion(file.nodes[i].inputs) }
+        for node in file.nodes where kept.contains(node.fieldIndex) { used.formUnion(node.inputs) }
+        let initializers = Dictionary(file.initializers.map { ($0.fieldIndex, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let graphInputs = Dictionary(file.inputs.map { ($0.fieldIndex, $0.name) }, uniquingKeysWith: { a, _ in a })
         for (index, f) in file.graphFields.enumerated() {
             switch f.number {
             case 1: if kept.contains(index) { graph.raw(s.bytes[f.span]) }
-            case 5: if let t = file.initializers.first(where: { $0.fieldIndex == index }), used.contains(t.name) { graph.raw(s.bytes[f.span]) }
-            case 11: if let input = file.inputs.first(where: { $0.fieldIndex == index }), used.contains(input.name) { graph.raw(s.bytes[f.span]) }
+            case 5: if let name = initializers[index], used.contains(name) { graph.raw(s.bytes[f.span]) }
+            case 11: if let name = graphInputs[index], used.contains(name) { graph.raw(s.bytes[f.span]) }
             case 12, 13: break // new output below; value infos of the cut-off part would dangle
             default: graph.raw(s.bytes[f.span])
             }
