@@ -138,7 +138,8 @@ let package = Package(
             name: "glimpse",
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseTraining", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
-                argumentParser, logging, metrics, serviceLifecycle, .product(name: "Prometheus", package: "swift-prometheus"),
+                argumentParser, logging, metrics, serviceLifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: serviceSettings
         ),

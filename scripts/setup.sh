@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what Glimpse builds against (Debian -dev packages); with --test, also the real peers the
 # tests use: curl, nghttp and h2load (nghttp2-client), nghttpd (nghttp2-server), promtool and
-# prometheus, headless chromium (status page), openssl (test certificates), onnxruntime from
+# prometheus, headless chromium (status page), openssl (test certificates), haproxy (the cluster tests), onnxruntime from
 # PyPI in a virtual environment at .build/onnxruntime-venv (tests run quantized models in it), and
 # NVIDIA's tritonclient (HTTP) in .build/tritonclient-venv and KServe's Python client in
 # .build/kserve-venv (the Open Inference Protocol tests).
 set -euo pipefail
 need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
-  need+=(curl nghttp2-client nghttp2-server prometheus chromium openssl python3-venv)
+  need+=(curl nghttp2-client nghttp2-server prometheus chromium openssl python3-venv haproxy)
 fi
 missing=()
 for p in "${need[@]}"; do

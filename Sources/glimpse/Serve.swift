@@ -8,6 +8,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 private func zip2<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
     guard let a, let b else { return nil }
@@ -52,6 +53,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Without --api-keys, open the admin methods (models.load, models.reload, models.unload, models.traffic) to whoever reaches the port. Off by default: they are refused with -32003.")
     var adminWithoutAuth = false
     @Option(help: "Seconds to wait on SIGTERM/SIGINT for in-flight requests before cancelling them.") var drainTimeoutS: Double = 30
+    @Option(help: "Seconds between SIGTERM/SIGINT and the drain: /readyz answers 503 while requests are still served, so a load balancer's health check moves traffic away before the port closes. A second signal starts the drain at once.")
+    var drainDelayS: Double = 0
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
 
@@ -110,13 +113,48 @@ struct Serve: AsyncParsableCommand {
         // remaining work is cancelled.
         groupConfig.maximumGracefulShutdownDuration = .milliseconds(Int64(drainTimeoutS * 1000))
         groupConfig.maximumCancellationDuration = .seconds(5)
+        if drainDelayS > 0 { groupConfig.gracefulShutdownSignals = [] }
         let group = ServiceGroup(configuration: groupConfig)
         try await withGracefulShutdownHandler {
-            try await group.run()
+            if drainDelayS > 0 {
+                try await runWithDrainDelay(group, state: state, logger: logger)
+            } else {
+                try await group.run()
+            }
         } onGracefulShutdown: {
             state.draining = true
         }
         logger.info("stopped")
+    }
+
+    /// Runs the group with the signals handled here: the first SIGTERM/SIGINT marks the server draining
+    /// (`/readyz` 503) and starts the group's graceful shutdown `--drain-delay-s` later; a second one starts it at once.
+    private func runWithDrainDelay(_ group: ServiceGroup, state: ServerState, logger: Logger) async throws {
+        let delay = drainDelayS
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+                var delayTask: Task<Void, Never>?
+                for await signal in signals {
+                    if let pending = delayTask {
+                        logger.notice("\(signal) again: draining now")
+                        pending.cancel()
+                        await group.triggerGracefulShutdown()
+                        continue
+                    }
+                    state.draining = true
+                    logger.notice("\(signal): /readyz answers 503; draining in \(delay) s")
+                    delayTask = Task {
+                        try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+                        await group.triggerGracefulShutdown()
+                    }
+                }
+            }
+            // The group ends (after a drain, or a failure); the signal watcher goes with it.
+            try await tasks.next()
+            tasks.cancelAll()
+        }
     }
 
     /// The serving options, checked.

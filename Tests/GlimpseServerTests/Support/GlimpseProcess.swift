@@ -16,12 +16,12 @@ final class GlimpseProcess {
         return dir.appendingPathComponent("glimpse")
     }
 
-    /// Starts `glimpse serve` on a free loopback port and waits until it listens.
-    init(arguments: [String]) throws {
+    /// Starts `glimpse serve` on `port` (a free loopback port when nil) and waits until it listens.
+    init(arguments: [String], port fixedPort: Int? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: GlimpseProcess.binary.path) else {
             throw TestServerError(description: "glimpse executable not found at \(GlimpseProcess.binary.path)")
         }
-        port = try FreePort.pick()
+        port = try fixedPort ?? FreePort.pick()
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.executableURL = GlimpseProcess.binary
