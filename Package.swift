@@ -123,7 +123,7 @@ let package = Package(
         .target(
             name: "GlimpseServer",
             dependencies: [
-                "GlimpseRPC", "GlimpseServing", hummingbird, nioHTTP2, logging, serviceLifecycle,
+                "GlimpseRPC", "GlimpseServing", hummingbird, nioHTTP2, nioPosix, logging, serviceLifecycle,
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

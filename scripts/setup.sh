@@ -4,7 +4,8 @@
 # prometheus, headless chromium (status page), openssl (test certificates), haproxy (the cluster tests), onnxruntime from
 # PyPI in a virtual environment at .build/onnxruntime-venv (tests run quantized models in it), and
 # NVIDIA's tritonclient (HTTP) in .build/tritonclient-venv and KServe's Python client in
-# .build/kserve-venv (the Open Inference Protocol tests).
+# .build/kserve-venv (the Open Inference Protocol tests), and kubernetes-validate in .build/k8s-venv (the
+# Kubernetes manifests of deploy/k8s/).
 set -euo pipefail
 need=(libturbojpeg0-dev libspng-dev libnghttp2-dev libssl-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
@@ -54,5 +55,14 @@ if [ "${1:-}" = "--test" ]; then
       "fastapi>=0.115.3,<1" "uvicorn>=0.30.6,<1" "cloudevents>=1.6.2,<2" "prometheus-client>=0.20,<1" \
       "timing-asgi>=0.3,<1" "watchfiles>=1.0.4,<2" "psutil>=5.9.6,<6" "python-dateutil>=2.8,<3" \
       "kubernetes>=23.3" "pyyaml>=6,<7" "tabulate>=0.9,<1"
+  fi
+  # kubernetes-validate, pinned, for the manifests of deploy/k8s/ (KubernetesManifestTests). It bundles the
+  # OpenAPI schemas of Kubernetes 1.25 to 1.37 and runs offline. It has no schema for KServe's kinds:
+  # deploy/k8s/validate.py checks those with the kserve models of .build/kserve-venv.
+  k8s="$(cd "$(dirname "$0")/.." && pwd)/.build/k8s-venv"
+  if [ "$("$k8s/bin/kubernetes-validate" --version 2>/dev/null)" != "1.37.0" ]; then
+    echo "installing kubernetes-validate into $k8s" >&2
+    python3 -m venv "$k8s"
+    "$k8s/bin/pip" install -q "kubernetes-validate==1.37.0"
   fi
 fi

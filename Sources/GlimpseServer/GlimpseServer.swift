@@ -4,6 +4,7 @@ import GlimpseServing
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import ServiceLifecycle
 
@@ -36,6 +37,8 @@ public enum GlimpseServer {
             server: .glimpse(http2: configuration.http2, tls: tls, timeouts: timeouts),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "glimpse"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            eventLoopGroupProvider: configuration.eventLoopThreads.map { .shared(MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0))) }
+                ?? .singleton,
             logger: logger
         )
     }

@@ -25,6 +25,8 @@ public struct ServerConfiguration: Sendable {
     public var adminWithoutAuth: Bool
     /// Folder `models.load` loads from.
     public var modelDirectory: String?
+    /// Event-loop threads of the HTTP server; nil: NIO's shared group, one per core.
+    public var eventLoopThreads: Int?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 16 << 20, maxBatchLength: Int = 256,
                 idleTimeoutSeconds: Double = 120, headerTimeoutSeconds: Double = 10, gracefulCloseTimeoutSeconds: Double = 30,

@@ -26,7 +26,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most requests waiting per model before refusing with queue_full.") var maxQueue: Int = 256
     @Option(help: "Batch delay policy: adaptive (wait only when more requests are arriving) or fixed.") var batchPolicy: String = "adaptive"
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
-    @Option(help: "Batch workers per model. With several, a batch that runs alone with nothing waiting uses all engine threads (lowest latency) and busy workers keep to one thread each (best throughput); measured on 2 cores, see BENCHMARKS.md.") var workers: Int = 2
+    @Option(help: "Batch workers per model (default: 2, or 1 with --threads 1). With several, a batch that runs alone with nothing waiting uses all engine threads (lowest latency) and busy workers keep to one thread each (best throughput); measured on 2 cores, see BENCHMARKS.md.") var workers: Int?
     @Option(help: "Share of each deadline_ms kept back for reading the request, writing the answer, transport and prediction error; the queue plans to answer within the rest (measured: 0.2 keeps the p99 of answers within the deadline at 2x overload, see BENCHMARKS.md).") var deadlineHeadroom: Double = 0.2
     @Option(help: "Largest request body in bytes.") var maxBody: Int = 16 << 20
     @Option(help: "Largest encoded image in bytes.") var maxImageBytes: Int = 16 << 20
@@ -167,6 +167,10 @@ struct Serve: AsyncParsableCommand {
             sizes = batchSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard let s = sizes, !s.isEmpty, s.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--batch-sizes takes positive integers, e.g. 1,4,8") }
         }
+        // --threads bounds the cores a process uses: engine threads, busy batch workers (one thread each under
+        // load) and image decoding, so replicas that share a machine (scripts/cluster.sh) share its cores.
+        let threads = max(1, modelOptions.threads)
+        let workers = self.workers ?? min(2, threads)
         guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0, maxImageBytes >= 1, maxImagePixels >= 1 else {
             throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
         }
@@ -174,7 +178,8 @@ struct Serve: AsyncParsableCommand {
         guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
         guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
         var serving = ServingConfiguration(
-            engineThreads: modelOptions.threads,
+            decodeThreads: min(threads, ProcessInfo.processInfo.activeProcessorCount),
+            engineThreads: threads,
             workersPerModel: workers,
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
                             allowedBatchSizes: sizes, delayPolicy: policy),
@@ -201,12 +206,16 @@ struct Serve: AsyncParsableCommand {
         http2.connectionWindowSize = http2ConnectionWindow
         http2.maxFrameSize = http2MaxFrame
         http2.maxHeaderListSize = http2MaxHeaderList
-        return ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
             idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,
             http2: http2, tls: zip2(tlsCert, tlsKey).map { TLSFiles(certificateChain: $0, privateKey: $1) },
             apiKeys: try apiKeys.map { try APIKeys(file: $0) }, modelDirectory: modelOptions.models,
             adminWithoutAuth: adminWithoutAuth)
+        // With fewer --threads than cores, the HTTP event loops keep to that many too.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        if modelOptions.threads < cores { configuration.eventLoopThreads = max(1, modelOptions.threads) }
+        return configuration
     }
 }
 
