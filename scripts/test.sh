@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs the whole suite.
-# Compute targets (tensor, kernels, engine, ONNX, image) are built optimized in every configuration
-# (see Package.swift), so the debug test build runs real kernels at full speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
@@ -11,4 +9,7 @@ if [ ! -d ../shared ]; then
 fi
 scripts/check-layers.sh
 scripts/check-size.sh
-exec swift test "$@"
+# The tests run in a release build (with -enable-testing for `@testable import`): the servers they start
+# (the release glimpse beside the test bundle), the int8 kernels and the image pipeline run as users run
+# them. On 2 cores the release build takes about 1.2x the debug one, and the tests under half the time.
+exec swift test -c release -Xswiftc -enable-testing "$@"
