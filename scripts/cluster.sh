@@ -4,7 +4,8 @@
 #   scripts/cluster.sh N [glimpse serve flags...]
 #
 # Clients use http://127.0.0.1:8080 (h2c prior knowledge or HTTP/1.1), as with one `glimpse serve`.
-# Replica i listens on 8080+i and gets --threads cores/N (at least 1), so the replicas share the cores.
+# Replica i listens on 8080+i and gets --threads cores/N (at least 1), pinned to its own cores, so the
+# replicas share the cores.
 # HAProxy's own metrics are at http://127.0.0.1:8404/metrics (and its status page at /stats), each
 # replica's at http://127.0.0.1:808i/metrics. Environment: GLIMPSE_CLUSTER_PORT (8080),
 # GLIMPSE_CLUSTER_STATS_PORT (8404), GLIMPSE_CLUSTER_THREADS (engine threads per replica),
@@ -47,10 +48,18 @@ for i in $(seq 1 "$n"); do
   p=$((port + i))
   # --drain-delay-s: on SIGTERM a replica reports not ready for 1 s (two of HAProxy's checks) before
   # its port closes, so traffic moves away before any connection is refused.
-  "$bin" serve --host 127.0.0.1 --port "$p" --threads "$threads" --drain-delay-s 1 "$@" 2>"$run/glimpse$i.log" &
+  # Each replica pinned to its own cores (replica i: cores (i-1)*threads ... i*threads-1, wrapping), so
+  # two replicas do not preempt each other's engine threads (tools/bench-cluster: pinned 2 x 1-thread
+  # replicas against unpinned, BENCHMARKS.md). GLIMPSE_CLUSTER_PIN=0 leaves placement to the kernel.
+  pin=()
+  if [ "${GLIMPSE_CLUSTER_PIN:-1}" = 1 ] && command -v taskset >/dev/null; then
+    cpus=$(for k in $(seq 0 $((threads - 1))); do echo $(( ((i - 1) * threads + k) % cores )); done | paste -sd,)
+    pin=(taskset -c "$cpus")
+  fi
+  "${pin[@]}" "$bin" serve --host 127.0.0.1 --port "$p" --threads "$threads" --drain-delay-s 1 "$@" 2>"$run/glimpse$i.log" &
   pids+=($!)
   servers+="    server glimpse$i 127.0.0.1:$p"$'\n'
-  echo "replica $i: http://127.0.0.1:$p (pid $!, --threads $threads, log $run/glimpse$i.log)" >&2
+  echo "replica $i: http://127.0.0.1:$p (pid $!, --threads $threads${pin:+, cores ${pin[2]}}, log $run/glimpse$i.log)" >&2
 done
 # The shipped configuration with this cluster's servers between the markers.
 awk -v servers="$servers" '

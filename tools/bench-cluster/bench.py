@@ -47,12 +47,15 @@ def haproxy_config(ports):
 class Setup:
     """N replicas of `glimpse serve --threads T`, and HAProxy in front when `balanced`."""
 
-    def __init__(self, name, replicas, threads, balanced, models, work):
+    def __init__(self, name, replicas, threads, balanced, models, work, pinned=False):
         self.name, self.procs, self.lb = name, [], None
         ports = [free_port() for _ in range(replicas)]
+        cores = os.cpu_count()
         for i, port in enumerate(ports):
             log = open(os.path.join(work, f"{name}-{i}.log"), "w")
-            self.procs.append(subprocess.Popen([".build/release/glimpse", "serve", "--host", "127.0.0.1", "--port", str(port),
+            # Pinned as scripts/cluster.sh pins: replica i on cores [i*threads, (i+1)*threads).
+            pin = ["taskset", "-c", ",".join(str((i * threads + k) % cores) for k in range(threads))] if pinned else []
+            self.procs.append(subprocess.Popen(pin + [".build/release/glimpse", "serve", "--host", "127.0.0.1", "--port", str(port),
                                                 "--models", models, "--threads", str(threads)], stderr=log))
             wait_ready(f"http://127.0.0.1:{port}/readyz")
         self.port = ports[0]
@@ -96,16 +99,17 @@ def main():
     p.add_argument("--models", default="models")
     p.add_argument("--images", default="../shared/images/imagenet")
     a = p.parse_args()
-    setups = [("1 replica x 1 thread, direct", 1, 1, False), ("1 replica x 2 threads, direct", 1, 2, False),
-              ("2 replicas x 1 thread, HAProxy", 2, 1, True), ("1 replica x 2 threads, HAProxy", 1, 2, True)]
+    setups = [("1 replica x 1 thread, direct", 1, 1, False, False), ("1 replica x 2 threads, direct", 1, 2, False, False),
+              ("2 replicas x 1 thread, HAProxy", 2, 1, True, True), ("1 replica x 2 threads, HAProxy", 1, 2, True, False),
+              ("2 replicas x 1 thread, unpinned, HAProxy", 2, 1, True, False)]
     rates = {s[0]: [] for s in setups}
     lb_us = []
     work = tempfile.mkdtemp(prefix="glimpse-bench-cluster-")
     print(f"model {a.model}, {a.concurrency} streams over 2 connections, {a.seconds} s per run, {a.rounds} rounds, "
           f"{os.cpu_count()} cores")
     for r in range(a.rounds):
-        for name, replicas, threads, balanced in setups:
-            s = Setup(name.split(",")[0].replace(" ", ""), replicas, threads, balanced, a.models, work)
+        for name, replicas, threads, balanced, pinned in setups:
+            s = Setup(name.split(",")[0].replace(" ", ""), replicas, threads, balanced, a.models, work, pinned)
             try:
                 lb_before = cpu_seconds(s.lb.pid) if s.lb else 0
                 servers_before = sum(cpu_seconds(p.pid) for p in s.procs)
@@ -122,7 +126,7 @@ def main():
             finally:
                 s.stop()
             rates[name].append(rate)
-            print(f"round {r + 1}: {name:34s} {rate:8.1f} img/s  ({ok} ok, {errors} errors); cores busy: "
+            print(f"round {r + 1}: {name:42s} {rate:8.1f} img/s  ({ok} ok, {errors} errors); cores busy: "
                   f"glimpse {servers_cpu / elapsed:.2f}, HAProxy {lb_cpu / elapsed:.2f}, glimpse-load {client_cpu / elapsed:.2f}",
                   flush=True)
     # Ratios paired within a round (the host has slow phases), then their median.
@@ -130,7 +134,9 @@ def main():
     lb_only = rates["1 replica x 2 threads, HAProxy"]
     for label, num, den in [("2 x 1-thread replicas behind HAProxy / 1 replica with 2 threads", cluster, one2),
                             ("2 x 1-thread replicas behind HAProxy / 1 replica with 1 thread", cluster, one1),
-                            ("1 replica with 2 threads behind HAProxy / the same direct", lb_only, one2)]:
+                            ("1 replica with 2 threads behind HAProxy / the same direct", lb_only, one2),
+                            ("2 x 1-thread replicas, not pinned, behind HAProxy / 1 replica with 2 threads",
+                             rates["2 replicas x 1 thread, unpinned, HAProxy"], one2)]:
         ratios = sorted(n / d for n, d in zip(num, den))
         print(f"{label}: median {ratios[len(ratios) // 2]:.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
     print(f"HAProxy CPU per request: {min(lb_us):.0f}-{max(lb_us):.0f} us (user + system, /proc/PID/stat)")

@@ -1,26 +1,31 @@
 #!/usr/bin/env python3
 """Instructions per request from callgrind dumps, grouped by where the cost sits.
 
-    callgrind_summary.py table   DUMP:LABEL:REQUESTS ...          the table of instructions per request
+    callgrind_summary.py table   DUMP:LABEL:REQUESTS ...          instructions and calls per request
     callgrind_summary.py report  DUMP LABEL REQUESTS [--top N]    one scenario's cost centres (Markdown)
     callgrind_summary.py grep    DUMP REQUESTS PATTERN            functions whose demangled name matches
+    callgrind_summary.py callers DUMP REQUESTS PATTERN            who calls them, by the cost of the calls
+    callgrind_summary.py callees DUMP REQUESTS PATTERN            what they call
 
 DUMP is one callgrind output file holding only the measured batch (tools/bench-serving/profile.sh takes a
 `callgrind_control -d` after a warm-up batch and another after the measured one). Instructions are
 valgrind's `Ir`: user-space instructions of every thread of the process; the kernel's side of a system
-call is not counted (its calls are, see "calls per request").
+call is not counted (its calls are, see "calls per request"). Swift names are demangled with
+`swift demangle`.
 
-Three views of the same total:
-  - charged to the caller: each function's own instructions go to its component (its Swift module, or a
-    finer group for the HTTP/2 and Hummingbird types, see `component`), except for shared code (the Swift
-    runtime and standard library, libc, the concurrency runtime, libdispatch), whose whole inclusive
-    cost goes to the component of the first non-shared caller. This partition adds up to 100% and
-    answers "which layer causes the cost".
-  - by kind, exclusive: where the instructions execute (ARC, malloc/free, generic metadata and casts,
-    the concurrency runtime, mem*, system call wrappers ...), over the whole process.
-  - inclusive cost of named entry points (HTTP/2 frame decode and encode, HPACK, stream channel
-    creation, Hummingbird's per-request path ...), and calls per request of malloc, swift_allocObject,
-    retain/release, task and job functions, and system calls.
+The report shows the same total several ways:
+  - charged to the layer that causes it: each program function's own instructions go to its layer (its
+    Swift module, or a finer group for NIO, HTTP/2 and Hummingbird types, see `component`); the own
+    instructions of shared code (Swift runtime and standard library, libc, the concurrency runtime,
+    libdispatch, compiler helpers) are handed up to its callers in proportion to the cost of the calls
+    from each, until they reach program code. Adds up to 100%.
+  - by thread: inclusive cost of each thread kind's entry function.
+  - by kind, exclusive: where the instructions execute (generic metadata, ARC, malloc/free,
+    exclusivity checks, the concurrency runtime, ...), and which types cause the metadata look-ups and
+    exclusivity checks.
+  - inclusive cost of synchronous entry points (HTTP/2 frame decode and encode, HPACK, stream channel
+    creation and close, the response write, JSON, image decode, the engine ...), and calls per request
+    of malloc, swift_allocObject, retain/release, task and job functions, and system calls.
 """
 import collections
 import re
@@ -93,9 +98,6 @@ class Profile:
                 elif line.startswith("totals:") or line.startswith("summary:"):
                     totals = int(line.split()[1])
         self.total = totals if totals is not None else sum(self.self_cost.values())
-
-    def inclusive(self, fn):
-        return self.self_cost[fn] + sum(v for (a, _), v in self.edges.items() if a == fn)
 
 
 def demangle(symbols):
@@ -535,15 +537,15 @@ ENTRY_POINTS = [
      r"^NIOCore\.NIOAsyncChannelHandler\._didYield\(sequence"),
     ("  HTTPTypes -> HTTP/2 frame payloads (HTTP2FramePayloadToHTTPServerCodec.write)",
      r"^NIOHTTPTypesHTTP2\.HTTP2FramePayloadToHTTPServerCodec\.write\(context"),
-    ("  stream channel flush -> NIOHTTP2Handler (HTTP2StreamChannel.flush0)", r"^NIOHTTP2\.HTTP2StreamChannel\.flush0\(\)"),
-    ("    NIOHTTP2Handler.flush: state machine, HPACK encode, frame encode, socket write", r"^NIOHTTP2\.NIOHTTP2Handler\.flush\(context"),
-    ("      HPACK encode (HPACKEncoder.encode)", r"^NIOHPACK\.HPACKEncoder\.encode\(headers"),
-    ("      frame encode (HTTP2FrameEncoder.encode)", r"^NIOHTTP2\.HTTP2FrameEncoder\.encode\(frame"),
-    ("      connection + stream state machine, outbound (HTTP2ConnectionStateMachine.send*)",
+    ("  frames through NIOHTTP2Handler.write/flush to the socket (HTTP2StreamChannel.flush0)",
+     r"^NIOHTTP2\.HTTP2StreamChannel\.flush0\(\)"),
+    ("    connection + stream state machine, outbound (HTTP2ConnectionStateMachine.send*)",
      r"^NIOHTTP2\.HTTP2ConnectionStateMachine\.send(Headers|Data|WindowUpdate|Settings|RstStream|Ping|Priority|GoAway)"),
-    ("        of which response header block validation (HeaderBlockValidator<ResponseBlockValidator>)",
+    ("      of which response header block validation (HeaderBlockValidator<ResponseBlockValidator>)",
      r"<NIOHTTP2\.\(ResponseBlockValidator in [^>]*> of static .*validateBlock"),
-    ("      stream closed: child channel close, pipeline teardown (HTTP2StreamChannel.receiveStreamClosed)",
+    ("    frame encode (HTTP2FrameEncoder.encode)", r"^NIOHTTP2\.HTTP2FrameEncoder\.encode\(frame"),
+    ("      of which HPACK encode (HPACKEncoder.encode)", r"^NIOHPACK\.HPACKEncoder\.encode\(headers"),
+    ("    stream closed: child channel close, pipeline teardown (HTTP2StreamChannel.receiveStreamClosed)",
      r"^NIOHTTP2\.HTTP2StreamChannel\.receiveStreamClosed\("),
     ("  Hummingbird HTTPConnectionStateHandler.write (HTTP/1.1)", r"^HummingbirdCore\.HTTPConnectionStateHandler\.write\(context"),
     ("    HTTP/1.1 response encode (HTTPResponseEncoder.write)", r"^NIOHTTP1\.HTTPResponseEncoder\.write\(context"),

@@ -90,7 +90,7 @@ run_h2load() {
 dump() {
   shopt -s nullglob
   local files
-  timeout 300 callgrind_control -d "$cg_pid" >/dev/null
+  timeout 300 callgrind_control -d "$cg_pid" >/dev/null 2>&1 || { echo "callgrind_control -d $cg_pid failed" >&2; return 1; }
   for _ in $(seq 300); do
     files=("$out/$1".cg.*)
     [ ${#files[@]} -gt 0 ] && break
@@ -110,8 +110,8 @@ wait_listening() {
   return 1
 }
 
-# measure NAME WARMUP_ARGS -- MEASURED_ARGS: warm-up batch, dump, measured batch, dump; records
-# "dump:NAME:requests" in $rows.
+# measure NAME REQUESTS WARMUP_H2LOAD_ARGS... -- MEASURED_H2LOAD_ARGS...: warm-up batch, dump (removed),
+# measured batch of REQUESTS, dump (kept as $out/NAME.callgrind); records "file:NAME:REQUESTS" in $rows.
 rows=()
 measure() {
   local name=$1 requests=$2
@@ -119,10 +119,11 @@ measure() {
   local warm=()
   while [ "$1" != -- ]; do warm+=("$1"); shift; done
   shift
-  run_h2load "$work/$name.warm.log" "${warm[@]}"
-  rm -f "$(dump "$prefix")"   # startup and warm-up
-  run_h2load "$work/$name.log" "$@"
   local file
+  run_h2load "$work/$name.warm.log" "${warm[@]}"
+  file=$(dump "$prefix")
+  rm -f "$file"   # start-up and warm-up
+  run_h2load "$work/$name.log" "$@"
   file=$(dump "$prefix")
   mv "$file" "$out/$name.callgrind"
   rows+=("$out/$name.callgrind:$name:$requests")
