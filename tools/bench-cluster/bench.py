@@ -97,7 +97,7 @@ def main():
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--model", default="mobilenetv2-12-int8")
     p.add_argument("--models", default="models")
-    p.add_argument("--images", default="../shared/images/imagenet")
+    p.add_argument("--images", default="../shared/images/imagenet", help="a folder of photos, or one photo")
     a = p.parse_args()
     setups = [("1 replica x 1 thread, direct", 1, 1, False, False), ("1 replica x 2 threads, direct", 1, 2, False, False),
               ("2 replicas x 1 thread, HAProxy", 2, 1, True, True), ("1 replica x 2 threads, HAProxy", 1, 2, True, False),
@@ -105,6 +105,11 @@ def main():
     rates = {s[0]: [] for s in setups}
     lb_us = []
     work = tempfile.mkdtemp(prefix="glimpse-bench-cluster-")
+    if os.path.isfile(a.images):  # one photo: a folder that holds only it
+        folder = os.path.join(work, "images")
+        os.mkdir(folder)
+        os.symlink(os.path.abspath(a.images), os.path.join(folder, os.path.basename(a.images)))
+        a.images = folder
     print(f"model {a.model}, {a.concurrency} streams over 2 connections, {a.seconds} s per run, {a.rounds} rounds, "
           f"{os.cpu_count()} cores")
     for r in range(a.rounds):
@@ -138,7 +143,9 @@ def main():
                             ("2 x 1-thread replicas, not pinned, behind HAProxy / 1 replica with 2 threads",
                              rates["2 replicas x 1 thread, unpinned, HAProxy"], one2)]:
         ratios = sorted(n / d for n, d in zip(num, den))
-        print(f"{label}: median {ratios[len(ratios) // 2]:.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+        mid = len(ratios) // 2
+        median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+        print(f"{label}: median {median:.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
     print(f"HAProxy CPU per request: {min(lb_us):.0f}-{max(lb_us):.0f} us (user + system, /proc/PID/stat)")
 
 
