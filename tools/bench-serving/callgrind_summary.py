@@ -325,36 +325,55 @@ def charged(p):
     instructions are handed up to its callers in proportion to the cost of the calls from each, until
     they reach program code (a caller outside the shared set). What never reaches program code (thread
     entry points, the executor's job loop) stays in ROOTS."""
+    shared, callers = shared_callers(p)
+    out = collections.Counter()
+    for fn, cost in p.self_cost.items():
+        if fn not in shared:
+            out[component(p, fn)] += cost
+    pending = {fn: float(p.self_cost[fn]) for fn in shared if p.self_cost[fn]}
+
+    def charge(fn, amount):
+        out[component(p, fn)] += amount
+    unrooted, left = hand_up(shared, callers, pending, charge, p.total * 1e-5)
+    out[ROOTS] += unrooted + left
+    return out
+
+
+def shared_callers(p):
+    """The shared functions, and for each the (program or shared) callers in other objects with the
+    cost of their calls."""
     fns = set(p.self_cost) | {c for _, c in p.edges} | {a for a, _ in p.edges}
     shared = {fn for fn in fns if is_shared(p, fn)}
     callers = collections.defaultdict(list)
     for (a, b), cost in p.edges.items():
         if b in shared and base(a) != base(b) and cost > 0:
             callers[b].append((a, cost))
-    out = collections.Counter()
-    for fn, cost in p.self_cost.items():
-        if fn not in shared:
-            out[component(p, fn)] += cost
-    pending = {fn: float(p.self_cost[fn]) for fn in shared if p.self_cost[fn]}
+    return shared, callers
+
+
+def hand_up(shared, callers, pending, charge, floor):
+    """Hands each pending shared function's cost up to its callers in proportion to their calls' cost,
+    `charge(caller, amount)` for program callers, until less than `floor` is left (at most 200 steps).
+    Returns (the cost of shared functions without callers, what is still pending)."""
+    unrooted = 0.0
     for _ in range(200):
         nxt = collections.Counter()
         for fn, amount in pending.items():
             cs = callers[fn]
             total = sum(c for _, c in cs)
             if not total:
-                out[ROOTS] += amount
+                unrooted += amount
                 continue
             for a, c in cs:
                 share = amount * c / total
                 if a in shared:
                     nxt[a] += share
                 else:
-                    out[component(p, a)] += share
+                    charge(a, share)
         pending = nxt
-        if sum(pending.values()) < p.total * 1e-5:
+        if sum(pending.values()) < floor:
             break
-    out[ROOTS] += sum(pending.values())
-    return out
+    return unrooted, sum(pending.values())
 
 
 def strip_descriptors(name):
@@ -400,30 +419,14 @@ def type_family(name):
 def charged_functions(p, label):
     """Program function -> Ir of the shared code of kind `label` it causes, by the same hand-up as
     `charged` (e.g. which type metadata accessors cause the generic metadata lookups)."""
-    fns = set(p.self_cost) | {c for _, c in p.edges} | {a for a, _ in p.edges}
-    shared = {fn for fn in fns if is_shared(p, fn)}
-    callers = collections.defaultdict(list)
-    for (a, b), cost in p.edges.items():
-        if b in shared and base(a) != base(b) and cost > 0:
-            callers[b].append((a, cost))
+    shared, callers = shared_callers(p)
     out = collections.Counter()
     pending = {fn: float(c) for fn, c in p.self_cost.items() if fn in shared and c and kind(p, fn) == label}
-    for _ in range(200):
-        nxt = collections.Counter()
-        for fn, amount in pending.items():
-            cs = callers[fn]
-            total = sum(c for _, c in cs)
-            if not total:
-                out[ROOTS] += amount
-                continue
-            for a, c in cs:
-                if a in shared:
-                    nxt[a] += amount * c / total
-                else:
-                    out[a] += amount * c / total
-        pending = nxt
-        if sum(pending.values()) < 1:
-            break
+
+    def charge(fn, amount):
+        out[fn] += amount
+    unrooted, _ = hand_up(shared, callers, pending, charge, 1)
+    out[ROOTS] += unrooted
     return out
 
 
