@@ -14,13 +14,13 @@ final class HAProxyClusterTests: XCTestCase {
         let arguments: [String]
         let lb: HAProxyProcess
 
-        init(count: Int, models: String, extra: [String] = []) throws {
+        init(count: Int, models: String, extra: [String] = [], lbEnvironment: [String: String] = [:]) throws {
             arguments = ["--models", models, "--threads", "1", "--drain-delay-s", "1"] + extra
             var started: [GlimpseProcess] = []
             for _ in 0..<count { started.append(try GlimpseProcess(arguments: arguments)) }
             replicas = started
             ports = started.map(\.port)
-            lb = try HAProxyProcess(replicaPorts: ports)
+            lb = try HAProxyProcess(replicaPorts: ports, extraEnvironment: lbEnvironment)
             try lb.waitUntilUp(Set(lb.serverNames))
         }
 
@@ -69,13 +69,29 @@ final class HAProxyClusterTests: XCTestCase {
     }
 
     func testRequestsSpreadAndAReplicaKilledMidLoadLosesNothing() async throws {
-        var cluster = try Cluster(count: 2, models: try modelFolder())
+        // With a certificate, HAProxy also speaks h2 and HTTP/1.1 over TLS (ALPN).
+        let tls = try temporaryFolder("haproxy-tls")
+        let cert = tls.appending("cert.pem").path, key = tls.appending("key.pem").path
+        _ = try ExternalClient.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                                                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        let pem = tls.appending("haproxy.pem")
+        try (try String(contentsOfFile: cert, encoding: .utf8) + String(contentsOfFile: key, encoding: .utf8)).write(to: pem, atomically: true, encoding: .utf8)
+        var cluster = try Cluster(count: 2, models: try modelFolder(), lbEnvironment: ["GLIMPSE_LB_CERT": pem.path])
         defer { cluster.stop() }
         let body = try Self.classifyBody()
+        for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
+            let reply = try ExternalClient.curl("https://127.0.0.1:\(cluster.lb.tlsPort)/rpc", body: Data(body), http2: false,
+                                                extra: [flag, "--cacert", cert])
+            XCTAssertEqual(reply.status, 200, "classify over TLS (\(flag))")
+            XCTAssertEqual(reply.httpVersion, version, "ALPN chose \(reply.httpVersion) for \(flag)")
+            XCTAssertNotNil(try JSONValue.parse([UInt8](reply.body))["result"], String(decoding: reply.body, as: UTF8.self))
+        }
         // Both replicas get a fair share of the traffic.
+        let earlier = try cluster.replicas.map(Self.classifyCount)
         let warm = try await BalancedLoad.run(port: cluster.lb.port, body: body, maxSeconds: 2, maxRequests: 400) { false }
         Self.assertNoFailure(warm, "spread")
-        let counts = try cluster.replicas.map(Self.classifyCount)
+        let counts = try zip(cluster.replicas.map(Self.classifyCount), earlier).map { $0 - $1 }
         XCTAssertEqual(counts.reduce(0, +), warm.ok, "the replicas' own counts add up to what the client got: \(counts)")
         for c in counts { XCTAssertGreaterThan(Double(c), 0.25 * Double(warm.ok), "uneven spread over the replicas: \(counts)") }
         // The dashboard's load-balancer panels select series this HAProxy exports.

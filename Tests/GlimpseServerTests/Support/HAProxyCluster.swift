@@ -12,6 +12,8 @@ final class HAProxyProcess {
     let process = Process()
     let port: Int
     let statsPort: Int
+    /// The TLS listener's port (it listens only when GLIMPSE_LB_CERT is given).
+    let tlsPort: Int
     let serverNames: [String]
     private let folder: URL
 
@@ -45,13 +47,14 @@ final class HAProxyProcess {
         try Self.configuration(replicaPorts: replicaPorts).write(to: config, atomically: true, encoding: .utf8)
         port = try FreePort.pick()
         statsPort = try FreePort.pick()
+        tlsPort = try FreePort.pick()
         serverNames = replicaPorts.indices.map { "glimpse\($0 + 1)" }
         var environment = ProcessInfo.processInfo.environment
         environment["GLIMPSE_LB_ADDR"] = "127.0.0.1"
         environment["GLIMPSE_LB_PORT"] = String(port)
         environment["GLIMPSE_LB_STATS_PORT"] = String(statsPort)
         environment["GLIMPSE_LB_THREADS"] = "1"
-        environment["GLIMPSE_LB_TLS_PORT"] = String(try FreePort.pick())
+        environment["GLIMPSE_LB_TLS_PORT"] = String(tlsPort)
         environment.merge(extraEnvironment) { $1 }
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["-db", "-f", config.path]
