@@ -43,7 +43,7 @@ stop_all() {
 }
 trap stop_all INT TERM EXIT
 
-servers=""
+ports=()
 for i in $(seq 1 "$n"); do
   p=$((port + i))
   # --drain-delay-s: on SIGTERM a replica reports not ready for 1 s (two of HAProxy's checks) before
@@ -58,14 +58,11 @@ for i in $(seq 1 "$n"); do
   fi
   "${pin[@]}" "$bin" serve --host 127.0.0.1 --port "$p" --threads "$threads" --drain-delay-s 1 "$@" 2>"$run/glimpse$i.log" &
   pids+=($!)
-  servers+="    server glimpse$i 127.0.0.1:$p"$'\n'
+  ports+=("$p")
   echo "replica $i: http://127.0.0.1:$p (pid $!, --threads $threads${pin:+, cores ${pin[2]}}, log $run/glimpse$i.log)" >&2
 done
 # The shipped configuration with this cluster's servers between the markers.
-awk -v servers="$servers" '
-  /# BEGIN servers/ { print; printf "%s", servers; skip = 1; next }
-  /# END servers/ { skip = 0 }
-  !skip { print }' deploy/haproxy/haproxy.cfg >"$run/haproxy.cfg"
+deploy/haproxy/render.sh "${ports[@]}" >"$run/haproxy.cfg"
 export GLIMPSE_LB_ADDR=${GLIMPSE_LB_ADDR:-127.0.0.1} GLIMPSE_LB_PORT=$port
 export GLIMPSE_LB_STATS_PORT=${GLIMPSE_CLUSTER_STATS_PORT:-8404} GLIMPSE_LB_THREADS=${GLIMPSE_LB_THREADS:-1}
 export GLIMPSE_LB_TLS_PORT=${GLIMPSE_LB_TLS_PORT:-8443}

@@ -113,6 +113,9 @@ struct Serve: AsyncParsableCommand {
         // remaining work is cancelled.
         groupConfig.maximumGracefulShutdownDuration = .milliseconds(Int64(drainTimeoutS * 1000))
         groupConfig.maximumCancellationDuration = .seconds(5)
+        guard drainDelayS >= 0, drainDelayS <= 3600, drainTimeoutS >= 0, drainTimeoutS <= 86_400 else {
+            throw ValidationError("--drain-delay-s must be 0 to 3600 and --drain-timeout-s 0 to 86400")
+        }
         if drainDelayS > 0 { groupConfig.gracefulShutdownSignals = [] }
         let group = ServiceGroup(configuration: groupConfig)
         try await withGracefulShutdownHandler {

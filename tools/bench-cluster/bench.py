@@ -14,9 +14,6 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench-serving"))
 from bench import cpu_seconds, free_port  # noqa: E402
 
-CONFIG = "deploy/haproxy/haproxy.cfg"
-
-
 def wait_ready(url, limit=60):
     end = time.monotonic() + limit
     while time.monotonic() < end:
@@ -31,17 +28,8 @@ def wait_ready(url, limit=60):
 
 def haproxy_config(ports):
     """The shipped configuration with these replicas between the servers markers (as scripts/cluster.sh)."""
-    out, skipping = [], False
-    for line in open(CONFIG).read().splitlines():
-        if "# END servers" in line:
-            skipping = False
-        if skipping:
-            continue
-        out.append(line)
-        if "# BEGIN servers" in line:
-            skipping = True
-            out += [f"    server glimpse{i + 1} 127.0.0.1:{p}" for i, p in enumerate(ports)]
-    return "\n".join(out) + "\n"
+    return subprocess.run(["deploy/haproxy/render.sh"] + [str(p) for p in ports], check=True, capture_output=True,
+                          text=True, timeout=30).stdout
 
 
 class Setup:

@@ -17,24 +17,11 @@ final class HAProxyProcess {
     let serverNames: [String]
     private let folder: URL
 
-    /// The shipped configuration with one `server glimpseN 127.0.0.1:PORT` line per replica port.
+    /// The shipped configuration with one `server glimpseN 127.0.0.1:PORT` line per replica port, from
+    /// `deploy/haproxy/render.sh` (as `scripts/cluster.sh` makes it).
     static func configuration(replicaPorts: [Int]) throws -> String {
-        let shipped = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/haproxy/haproxy.cfg"), encoding: .utf8)
-        var out: [String] = []
-        var skipping = false
-        for line in shipped.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.contains("# END servers") { skipping = false }
-            if skipping { continue }
-            out.append(String(line))
-            if line.contains("# BEGIN servers") {
-                skipping = true
-                for (i, p) in replicaPorts.enumerated() { out.append("    server glimpse\(i + 1) 127.0.0.1:\(p)") }
-            }
-        }
-        guard shipped.contains("# BEGIN servers"), shipped.contains("# END servers") else {
-            throw TestServerError(description: "deploy/haproxy/haproxy.cfg has no BEGIN/END servers markers")
-        }
-        return out.joined(separator: "\n")
+        let render = repositoryRoot.appendingPathComponent("deploy/haproxy/render.sh").path
+        return String(decoding: try ExternalClient.run("/bin/bash", [render] + replicaPorts.map(String.init)), as: UTF8.self)
     }
 
     init(replicaPorts: [Int], extraEnvironment: [String: String] = [:]) throws {
