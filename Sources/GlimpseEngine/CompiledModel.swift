@@ -14,10 +14,16 @@ public struct EngineOptions: Sendable {
     /// How a batch of several items is run: as one batch, or split into single items that run side
     /// by side, one per thread. See `BatchSplitting`.
     public var batchSplitting: BatchSplitting
-    public init(threads: Int = 1, widenFixedBatch: Bool = false, batchSplitting: BatchSplitting = .auto) {
+    /// Most bytes the loaded model's weights may take. The constants that nodes read are checked
+    /// against it before the kernels allocate their packed copies of them (about the same size), so a
+    /// small file that folds huge weights is refused before they are packed (nil: no limit).
+    public var weightBudgetBytes: Int?
+    public init(threads: Int = 1, widenFixedBatch: Bool = false, batchSplitting: BatchSplitting = .auto,
+                weightBudgetBytes: Int? = nil) {
         self.threads = max(1, threads)
         self.widenFixedBatch = widenFixedBatch
         self.batchSplitting = batchSplitting
+        self.weightBudgetBytes = weightBudgetBytes
     }
 }
 
@@ -53,6 +59,23 @@ public struct TensorSpec: Sendable, Hashable {
 public struct EngineError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A load refused because the model's weights would not fit `EngineOptions.weightBudgetBytes`.
+public struct WeightBudgetExceeded: Error, CustomStringConvertible, Sendable {
+    public let model: String
+    /// At least this many bytes: what the kernels' packed copies of the weights take.
+    public let neededBytes: Int
+    public let budgetBytes: Int
+    public init(model: String, neededBytes: Int, budgetBytes: Int) {
+        self.model = model
+        self.neededBytes = neededBytes
+        self.budgetBytes = budgetBytes
+    }
+    public var description: String {
+        "\(model): its weights need at least \(Self.mib(neededBytes)), over the \(Self.mib(budgetBytes)) left in the memory budget"
+    }
+    public static func mib(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
 }
 
 /// A model ready to run: weights packed, plans cached per batch size.

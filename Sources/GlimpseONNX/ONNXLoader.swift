@@ -25,8 +25,27 @@ public enum ONNXLoader {
             let graph = try importGraph(bytes: bytes, name: name)
             if let outputs { try graph.cut(at: outputs) }
             try GraphOptimizer.optimize(graph)
+            // The kernels pack the constants their nodes read into copies of about the same size,
+            // which the model then holds: refuse before those copies are allocated.
+            if let budget = options.weightBudgetBytes {
+                let needed = packedEstimate(graph)
+                if needed > budget { throw WeightBudgetExceeded(model: name, neededBytes: needed, budgetBytes: budget) }
+            }
             return try CompiledModel(graph: graph, options: options, weightMemory: weights)
         }
+    }
+
+    /// Bytes of the constants that nodes read (each counted once): about what the kernels' packed
+    /// copies of them take, a lower bound (the copies round rows up to whole tiles).
+    static func packedEstimate(_ graph: Graph) -> Int {
+        var seen = Set<Int>()
+        var bytes = 0
+        for node in graph.nodes {
+            for v in node.inputs where graph.isConstant(v) && seen.insert(v).inserted {
+                if let t = graph.constant(v) { bytes += t.shape.count * t.dtype.byteSize }
+            }
+        }
+        return bytes
     }
 
     /// Decodes a serialized TensorProto (e.g. the `output_0.pb` files of ONNX test data).

@@ -25,11 +25,17 @@ enum TinyONNX {
         int(1, values.count) + int(2, 7) + field(8, name) + field(9, values.flatMap { v in (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } })
     }
 
-    /// A model with graph input "x", one node `opType` reading `inputs` and writing "y", output "y".
+    /// A NodeProto without attributes.
+    static func node(_ opType: String, inputs: [String], output: String, name: String, domain: String = "") -> [UInt8] {
+        inputs.flatMap { field(1, $0) } + field(2, output) + field(3, name) + field(4, opType) + (domain.isEmpty ? [] : field(7, domain))
+    }
+
+    /// A model with graph input "x", one node `opType` reading `inputs` and writing "y", output "y";
+    /// `before` are nodes placed ahead of it (NodeProto bytes).
     static func model(opType: String, inputs: [String], domain: String = "", opset: Int = 13,
-                      initializers: [[UInt8]] = []) -> [UInt8] {
-        let node = inputs.flatMap { field(1, $0) } + field(2, "y") + field(3, "n") + field(4, opType) + (domain.isEmpty ? [] : field(7, domain))
-        let graph = field(1, node) + field(2, "g") + initializers.flatMap { field(5, $0) } + field(11, valueInfo("x")) + field(12, valueInfo("y"))
+                      initializers: [[UInt8]] = [], before: [[UInt8]] = []) -> [UInt8] {
+        let nodes = before + [node(opType, inputs: inputs, output: "y", name: "n", domain: domain)]
+        let graph = nodes.flatMap { field(1, $0) } + field(2, "g") + initializers.flatMap { field(5, $0) } + field(11, valueInfo("x")) + field(12, valueInfo("y"))
         var opsets = field(8, field(1, "") + int(2, opset))
         if !domain.isEmpty { opsets += field(8, field(1, domain) + int(2, 1)) }
         return int(1, 8) + opsets + field(7, graph)
@@ -45,10 +51,10 @@ final class MalformedNodeTests: XCTestCase {
         }
     }
 
-    /// A shape whose element count overflows `Int` trapped in the size check; a shape over 1 GiB throws
-    /// before anything is allocated.
+    /// A shape whose element count overflows `Int` trapped in the size check; a shape over 512 MiB
+    /// (1 GiB as float here) throws before anything is allocated.
     func testConstantOfShapeTooLargeThrows() {
-        for dims: [Int64] in [[2_147_483_647, 2_147_483_647, 2_147_483_647], [1 << 16, 1 << 15]] {
+        for dims: [Int64] in [[2_147_483_647, 2_147_483_647, 2_147_483_647], [1 << 16, 1 << 15], [1 << 14, 1 << 14]] {
             let bytes = TinyONNX.model(opType: "ConstantOfShape", inputs: ["s"], initializers: [TinyONNX.int64Tensor("s", dims)])
             XCTAssertThrowsError(try ONNXLoader.load(bytes: bytes, name: "tiny")) { e in
                 XCTAssertTrue("\(e)".contains("too large"), "\(e)")
@@ -56,6 +62,27 @@ final class MalformedNodeTests: XCTestCase {
         }
         let fits = TinyONNX.model(opType: "ConstantOfShape", inputs: ["s"], initializers: [TinyONNX.int64Tensor("s", [1, 4])])
         XCTAssertNoThrow(try ONNXLoader.importGraph(bytes: fits, name: "tiny"))
+    }
+
+    /// Found by fuzzing (finding 4): a 15 KB file folded a weight of about 1 GiB with ConstantOfShape
+    /// and the kernel's packed copy of it allocated 1.2 GB more. The packed copies are now charged to
+    /// the weight budget before they are allocated: here a 16 MiB folded MatMul weight needs 32 MiB
+    /// with its copy, refused under a 24 MiB budget and loaded under 64 MiB.
+    func testPackedWeightsAreChargedBeforeTheyAreAllocated() throws {
+        func model(columns: Int64) -> [UInt8] {
+            TinyONNX.model(opType: "MatMul", inputs: ["x", "w"], initializers: [TinyONNX.int64Tensor("s", [4, columns])],
+                           before: [TinyONNX.node("ConstantOfShape", inputs: ["s"], output: "w", name: "fill")])
+        }
+        var tight = EngineOptions()
+        tight.weightBudgetBytes = 12 << 20
+        XCTAssertThrowsError(try ONNXLoader.load(bytes: model(columns: 1 << 20), name: "tiny", options: tight)) { e in
+            XCTAssertTrue(e is WeightBudgetExceeded, "\(e)")
+            XCTAssertEqual("\(e)", "tiny: its weights need at least 16.0 MiB, over the 12.0 MiB left in the memory budget")
+        }
+        var roomy = EngineOptions()
+        roomy.weightBudgetBytes = 64 << 20
+        let fits = try ONNXLoader.load(bytes: model(columns: 4), name: "tiny", options: roomy)
+        XCTAssertEqual(fits.inputs.first?.name, "x")
     }
 
     /// Found by fuzzing: a float initializer with dims [1 << 30, 10] and no data made the decoder

@@ -64,4 +64,23 @@ final class ModelMemoryTests: XCTestCase {
         // Reloading the loaded model replaces it: the old version does not count against the budget.
         XCTAssertNoThrow(try service.registry.load(named: "digits-small", directory: models))
     }
+
+    /// A budget under the model's weights refuses the load before the weights are packed, with the
+    /// same flag named.
+    func testBudgetRefusesBeforePackingWhenTheWeightsAloneDoNotFit() throws {
+        let probe = InferenceService(configuration: ServingConfiguration(engineThreads: 1))
+        let weights = try probe.registry.load(named: "digits-large", directory: models).memory.weightBytes
+        probe.shutdown()
+
+        var configuration = ServingConfiguration(engineThreads: 1)
+        configuration.memoryBudgetBytes = weights / 4  // the packed copies alone are about half of `weights`
+        let service = InferenceService(configuration: configuration)
+        defer { service.shutdown() }
+        XCTAssertThrowsError(try service.registry.load(named: "digits-large", directory: models)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("model digits-large needs at least") && text.contains("--memory-budget")
+                          && text.contains("refused before its weights were packed"), text)
+        }
+        XCTAssertTrue(service.registry.all.isEmpty)
+    }
 }

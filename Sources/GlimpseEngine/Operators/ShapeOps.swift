@@ -38,7 +38,9 @@ public final class ConstantOfShapeOp: Operator {
         var bytes = value.dtype.byteSize
         for d in dims {
             let (r, overflow) = bytes.multipliedReportingOverflow(by: Int(d))
-            guard !overflow, r <= (1 << 30) else { throw EngineError("shape \(dims) is too large (over 1 GiB)") }
+            guard !overflow, r <= ConstantFolding.maxTensorBytes else {
+                throw EngineError("shape \(dims) is too large (over \(ConstantFolding.maxTensorBytes >> 20) MiB)")
+            }
             bytes = r
         }
         return [ValueType(dims.map { Int($0) }, value.dtype)]

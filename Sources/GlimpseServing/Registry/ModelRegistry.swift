@@ -47,14 +47,27 @@ public final class ModelRegistry: @unchecked Sendable {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).resolvingSymlinksInPath) else {
             throw ServingError.modelUnavailable("model file \(metadata.file) not found")
         }
-        let options = EngineOptions(threads: configuration.engineThreads, widenFixedBatch: true)
+        // The budget left once the other models are counted bounds the load itself, so a file that
+        // folds or packs huge weights is refused before they are allocated (checked again below).
+        let others = configuration.memoryBudgetBytes.map { _ in
+            all.filter { $0.name != metadata.name }.reduce(0) { $0 + $1.memory.totalBytes }
+        }
+        let options = EngineOptions(threads: configuration.engineThreads, widenFixedBatch: true,
+                                    weightBudgetBytes: configuration.memoryBudgetBytes.map { max(0, $0 - (others ?? 0)) })
         let compiled: CompiledModel
-        if EncryptedModelFile.isEncrypted(path) {
-            // Decrypted in memory only: no plaintext copy is ever written.
-            let bytes = try EncryptedModelFile.open(path: path, keyring: configuration.modelKeys)
-            compiled = try ONNXLoader.load(bytes: bytes, name: EncryptedModelFile.boundName(forPath: path), options: options)
-        } else {
-            compiled = try ONNXLoader.load(path: path, options: options)
+        do {
+            if EncryptedModelFile.isEncrypted(path) {
+                // Decrypted in memory only: no plaintext copy is ever written.
+                let bytes = try EncryptedModelFile.open(path: path, keyring: configuration.modelKeys)
+                compiled = try ONNXLoader.load(bytes: bytes, name: EncryptedModelFile.boundName(forPath: path), options: options)
+            } else {
+                compiled = try ONNXLoader.load(path: path, options: options)
+            }
+        } catch let refused as WeightBudgetExceeded {
+            throw ServingError.modelUnavailable(
+                "model \(metadata.name) needs at least \(WeightBudgetExceeded.mib(refused.neededBytes)) for its weights "
+                + "and the loaded models hold \(WeightBudgetExceeded.mib(others ?? 0)): over the --memory-budget of "
+                + "\(WeightBudgetExceeded.mib(configuration.memoryBudgetBytes ?? 0)) (refused before its weights were packed)")
         }
         // Which quantized nodes run in int8 and which stayed in fp32 (and why).
         for note in compiled.loadNotes {
