@@ -100,6 +100,8 @@ public struct BatchScheduler: Sendable {
     /// Queue length when the current adaptive wait began (nil when not waiting).
     private var waitBeganWith: Int?
     private var lastArrival: UInt64?
+    /// Feedback on predicted completion times from the requests that expired in the queue.
+    public private(set) var margin = DeadlineMargin()
 
     /// Largest batch worth forming, from the calibration runs (`adopt(calibration:)`): 1 unless some
     /// batch is at least 10 % cheaper per item than a single run (batching costs waiting), else the
@@ -191,7 +193,7 @@ public struct BatchScheduler: Sendable {
             joining = (start / meanInterarrivalNanos).rounded(.down)
         }
         let ownBatch = min(Double(position % maxBatch + 1) + joining, Double(maxBatch))
-        let total = start + latency.predict(size: Int(ownBatch))
+        let total = (start + latency.predict(size: Int(ownBatch))) * margin.factor
         return now &+ UInt64(max(0, total))
     }
 
@@ -310,6 +312,7 @@ public struct BatchScheduler: Sendable {
         }
         waitBeganWith = nil
         let ids = entries[head..<(head + count)].map(\.id)
+        margin.observe(hits: entries[head..<(head + count)].reduce(0) { $0 + ($1.deadline == nil ? 0 : 1) })
         head += count
         if head > 1024 && head * 2 > entries.count {
             entries.removeFirst(head)
@@ -354,6 +357,7 @@ public struct BatchScheduler: Sendable {
             return among.map { $0.contains(e.id) } ?? true
         }.map(\.id)
         guard !expired.isEmpty else { return nil }
+        margin.observe(misses: expired.count)
         let gone = Set(expired)
         entries = Array(entries[head...].filter { !gone.contains($0.id) })
         head = 0
