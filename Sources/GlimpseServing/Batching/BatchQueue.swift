@@ -263,20 +263,24 @@ final class BatchQueue: @unchecked Sendable {
                 return
             }
             let now = monotonicNanos()
-            defer { metrics.queueDepth(model: model.name, scheduler.queueLength) }
             nextID += 1
             let id = nextID
-            switch scheduler.enqueue(id: id, now: now, deadline: deadline) {
-            case .accepted:
+            let decision = scheduler.enqueue(id: id, now: now, deadline: deadline)
+            // Read under the lock: a worker changes the queue as soon as it is released.
+            let depth = scheduler.queueLength
+            let oneItemMs = scheduler.latency.predict(size: 1) / 1e6
+            if decision == .accepted {
                 pending[id] = Pending(input: input, enqueuedAt: now, deadline: deadline, continuation: continuation)
                 condition.signal()
-                condition.unlock()
+            }
+            condition.unlock()
+            metrics.queueDepth(model: model.name, depth)
+            switch decision {
+            case .accepted:
+                break
             case .rejected(.deadlineTooShort, _):
-                let oneItemMs = scheduler.latency.predict(size: 1) / 1e6
-                condition.unlock()
                 continuation.resume(throwing: ServingError.deadlineExceeded(String(format: "the deadline is shorter than one inference of %@ even with an empty queue (predicted %.1f ms)", model.name, oneItemMs)))
             case .rejected(let reason, let retry):
-                condition.unlock()
                 continuation.resume(throwing: ServingError.overloaded(reason: reason.rawValue, retryAfterMs: Int((retry + 999_999) / 1_000_000)))
             }
         }
