@@ -77,7 +77,7 @@ final class HAProxyClusterTests: XCTestCase {
                                                         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
         let pem = tls.appending("haproxy.pem")
         try (try String(contentsOfFile: cert, encoding: .utf8) + String(contentsOfFile: key, encoding: .utf8)).write(to: pem, atomically: true, encoding: .utf8)
-        var cluster = try Cluster(count: 2, models: try modelFolder(), lbEnvironment: ["GLIMPSE_LB_CERT": pem.path])
+        let cluster = try Cluster(count: 2, models: try modelFolder(), lbEnvironment: ["GLIMPSE_LB_CERT": pem.path])
         defer { cluster.stop() }
         let body = try Self.classifyBody()
         for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
@@ -156,7 +156,7 @@ final class HAProxyClusterTests: XCTestCase {
 
     func testOverloadAnswers503WithRetryAfterNotAHang() async throws {
         // One-image batches and a queue of one: a burst of 48 at once is more than both replicas take.
-        var cluster = try Cluster(count: 2, models: try modelFolder(squeezenet: true), extra: ["--max-queue", "1", "--max-batch", "1"])
+        let cluster = try Cluster(count: 2, models: try modelFolder(squeezenet: true), extra: ["--max-queue", "1", "--max-batch", "1"])
         defer { cluster.stop() }
         let image = try SharedData.data("images/imagenet/kitten_small.jpg")
         let body = [UInt8](RPC.classifyBody(image: image, model: "squeezenet1.1"))

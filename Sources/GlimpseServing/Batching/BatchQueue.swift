@@ -315,10 +315,11 @@ final class BatchQueue: @unchecked Sendable {
             switch scheduler.next(now: now, flush: stopping) {
             case .dispatch(let ids):
                 let batch = ids.compactMap { pending.removeValue(forKey: $0) }
-                let depth = scheduler.queueLength
+                let depth = scheduler.queueLength, margin = scheduler.margin.factor
                 let parallel = scheduler.dispatchMayUseAllThreads()
                 condition.unlock()
                 metrics.queueDepth(model: model.name, depth)
+                metrics.deadlineMargin(model: model.name, margin)
                 let start = monotonicNanos()
                 let (cost, results) = run(batch, startedAt: start, parallel: parallel)
                 let took = monotonicNanos() - start
@@ -334,6 +335,7 @@ final class BatchQueue: @unchecked Sendable {
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
                 condition.broadcast()
             case .expire(let ids):
+                metrics.deadlineMargin(model: model.name, scheduler.margin.factor)
                 let expired = ids.compactMap { pending.removeValue(forKey: $0) }
                 for item in expired {
                     let waited = String(format: "%.1f", Double(now &- min(item.enqueuedAt, now)) / 1e6)

@@ -6,6 +6,7 @@ public enum GlimpseMetrics {
     public static let batchSize = "glimpse_batch_size"
     public static let batchWaitSeconds = "glimpse_batch_wait_seconds"
     public static let queueDepth = "glimpse_queue_depth"
+    public static let deadlineMargin = "glimpse_deadline_margin"
     public static let batches = "glimpse_batches_total"
     public static let variantSelections = "glimpse_variant_selections_total"
     public static let splitShare = "glimpse_variant_split_share"
@@ -24,6 +25,7 @@ public enum GlimpseMetrics {
         batchSize: "Items per batch run by the engine.",
         batchWaitSeconds: "Time the oldest request of each batch waited in the queue, in seconds.",
         queueDepth: "Requests waiting in a model's batching queue.",
+        deadlineMargin: "Factor on a model queue's predicted completion times, raised by requests that expired in its queue (1 when none did lately).",
         batches: "Batches run by the engine.",
         variantSelections: "Model variants chosen to serve requests, with the reason.",
         splitShare: "Share of a family's requests the current split gives each variant (0 to 1).",

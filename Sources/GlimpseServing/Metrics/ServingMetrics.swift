@@ -28,6 +28,10 @@ struct ServingMetrics: Sendable {
         handles.gauge(GlimpseMetrics.queueDepth, [("model", model)]).record(depth)
     }
 
+    func deadlineMargin(model: String, _ factor: Double) {
+        handles.gauge(GlimpseMetrics.deadlineMargin, [("model", model)]).record(factor)
+    }
+
     func modelLoad(model: String, outcome: String) {
         handles.counter(GlimpseMetrics.modelLoads, [("model", model), ("outcome", outcome)]).increment()
     }

@@ -29,14 +29,15 @@ final class GlimpseProcess {
         process.standardError = try FileHandle(forWritingTo: logFile)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(60)
+        let wait = TestTime.seconds(60)
+        let deadline = Date().addingTimeInterval(wait)
         while Date() < deadline {
             if log.contains("listening on") { return }
             guard process.isRunning else { throw TestServerError(description: "glimpse exited: \(log)") }
             Thread.sleep(forTimeInterval: 0.1)
         }
         stop()
-        throw TestServerError(description: "glimpse did not start within 60 s: \(log)")
+        throw TestServerError(description: "glimpse did not start within \(Int(wait)) s: \(log)")
     }
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
