@@ -1,5 +1,4 @@
 import GlimpseTensor
-import Synchronization
 
 /// Options for compiling a graph into an executable model.
 public struct EngineOptions: Sendable {
@@ -107,7 +106,7 @@ public final class CompiledModel: @unchecked Sendable {
     public let threads: Int
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
-    let plans = Mutex<[Int: [ExecutionPlan]]>([:])
+    let plans = Locked<[Int: [ExecutionPlan]]>([:])
     /// Tensor bytes of the weights (constants as imported, and packed) and of the execution plans
     /// (activation buffers and scratch, every batch size and copy cached), held now.
     public let weightMemory: MemoryLedger
@@ -120,7 +119,7 @@ public final class CompiledModel: @unchecked Sendable {
     /// What a batch split into items still runs whole (nil: nothing).
     let batchTail: BatchTail?
     /// `.auto`'s trial state per batch size and thread count.
-    let splitTuning = Mutex<[SplitTuning.Key: SplitTuning]>([:])
+    let splitTuning = Locked<[SplitTuning.Key: SplitTuning]>([:])
 
     public init(name: String, inputs: [TensorSpec], outputs: [TensorSpec]) {
         self.name = name

@@ -1,4 +1,3 @@
-import Synchronization
 import GlimpseKernels
 import GlimpseTensor
 
@@ -29,7 +28,7 @@ public final class ConvOp: Operator {
     var winogradEligible = false
     /// The weights' Winograd transforms, packed by the first plan that runs them (1.8 times the
     /// weights; not kept for layers whose planes never qualify, such as ResNet-50's odd 7×7 ones).
-    private let winogradPacked = Mutex<TensorStorage?>(nil)
+    private let winogradPacked = Locked<TensorStorage?>(nil)
     var bias: [Float] = []
     var biasStorage = Tensor(shape: [1])
     var scaleStorage: Tensor?
