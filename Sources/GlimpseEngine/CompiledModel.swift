@@ -231,6 +231,16 @@ public final class CompiledModel: @unchecked Sendable {
         return try planMemory.charging { try ExecutionPlan(graph: graph, batch: batch, threads: threads) }
     }
 
+    /// Frees the cached plans of every batch size not in `keeping` (plans in use by a run are not
+    /// touched); a later batch of that size builds its plan again. A new version of a model calls it
+    /// after its calibration runs, so that while the old version still serves, the new one holds its
+    /// weights and one plan rather than a plan for every size it timed.
+    public func releaseCachedPlans(keeping: Set<Int>) {
+        plans.withLock { cached in
+            for batch in Array(cached.keys) where !keeping.contains(batch) { cached[batch] = nil }
+        }
+    }
+
     /// Execution plans cached now (all batch sizes; plans in use by a run are not counted).
     public var cachedPlans: Int { plans.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 }

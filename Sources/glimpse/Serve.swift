@@ -24,6 +24,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest batch the batching queue forms.") var maxBatch: Int = 8
     @Option(help: "Longest wait in ms for a batch to fill.") var maxQueueDelayMs: Double = 2
     @Option(help: "Most requests waiting per model before refusing with queue_full.") var maxQueue: Int = 256
+    @Option(help: "Refuse with queue_full a request whose predicted wait in the queue is longer than this (ms), however short the queue.")
+    var maxQueueWaitMs: Double = 2000
     @Option(help: "Batch delay policy: adaptive (wait only when more requests are arriving) or fixed.") var batchPolicy: String = "adaptive"
     @Option(help: "Comma-separated batch sizes the queue may form (e.g. 1,4,8); default: any up to --max-batch.") var batchSizes: String?
     @Option(help: "Batch workers per model (default: 2, or 1 with --threads 1). With several, a batch that runs alone with nothing waiting uses all engine threads (lowest latency) and busy workers keep to one thread each (best throughput); measured on 2 cores, see BENCHMARKS.md.") var workers: Int?
@@ -177,6 +179,7 @@ struct Serve: AsyncParsableCommand {
         guard maxBatch >= 1, maxQueue >= 1, workers >= 1, maxQueueDelayMs >= 0, maxImageBytes >= 1, maxImagePixels >= 1 else {
             throw ValidationError("--max-batch, --max-queue and --workers must be at least 1, --max-queue-delay-ms at least 0")
         }
+        guard maxQueueWaitMs >= 1, maxQueueWaitMs <= 3_600_000 else { throw ValidationError("--max-queue-wait-ms must be from 1 to 3600000") }
         let dctScaling = try DCTScaling(option: jpegDctScaling)
         guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
         guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
@@ -185,7 +188,7 @@ struct Serve: AsyncParsableCommand {
             engineThreads: threads,
             workersPerModel: workers,
             batching: .init(maxBatchSize: maxBatch, maxQueueDelayNanos: UInt64(maxQueueDelayMs * 1e6), maxQueueLength: maxQueue,
-                            allowedBatchSizes: sizes, delayPolicy: policy),
+                            allowedBatchSizes: sizes, delayPolicy: policy, maxPredictedWaitNanos: UInt64(maxQueueWaitMs * 1e6)),
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
             maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
             decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin)

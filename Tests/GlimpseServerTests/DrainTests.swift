@@ -7,7 +7,9 @@ import XCTest
 /// SIGTERM under load: every request the server accepted is answered, then the process exits cleanly.
 final class DrainTests: XCTestCase {
     func testSIGTERMUnderLoadAnswersEveryAcceptedRequest() async throws {
-        let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder(), "--max-batch", "4"])
+        let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder(), "--max-batch", "4",
+                                                   // Instrumented (sanitizer) engines run several times slower: a longer wait keeps every request admitted.
+                                                   "--max-queue-wait-ms", String(Int(TestTime.seconds(2000)))])
         defer { server.stop() }
         let client = try H2Client(host: "127.0.0.1", port: server.port, requestTimeout: 60)
         defer { client.close() }

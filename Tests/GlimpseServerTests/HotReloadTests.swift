@@ -29,7 +29,7 @@ final class HotReloadTests: XCTestCase {
         let client = try H2Client(host: "127.0.0.1", port: server.port, requestTimeout: 30)
         defer { client.close() }
         let body = [UInt8](RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
-        let stop = Date().addingTimeInterval(4)
+        let stop = Date().addingTimeInterval(TestTime.seconds(4))
         async let load: [Int] = withTaskGroup(of: [Int].self) { group in
             for _ in 0..<8 {
                 group.addTask {
@@ -67,7 +67,7 @@ final class HotReloadTests: XCTestCase {
         client.close()
         let started = Date()
         XCTAssertEqual(server.stop(timeout: 20), 0, "clean exit after the reloads")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+        XCTAssertLessThan(Date().timeIntervalSince(started), TestTime.seconds(10))
     }
 
     func testCorruptReplacementIsRefusedAndTheOldVersionKeepsServing() throws {

@@ -26,6 +26,22 @@ final class ModelMemoryTests: XCTestCase {
         XCTAssertLessThan(s.weightBytes, l.weightBytes / 4, "digits-small has 8/16 channels")
     }
 
+    /// Calibration times batches of 1, 2, 4 and 8 but keeps only batch 1's plan, so that a reload does
+    /// not hold a plan per size twice (old and new version) while the old one still serves; a later
+    /// batch builds its plan again.
+    func testCalibrationKeepsOnlyBatchOnesPlan() throws {
+        let service = InferenceService(configuration: .init(engineThreads: 1))
+        defer { service.shutdown() }
+        let loaded = try service.registry.load(named: "digits-large", directory: models)
+        XCTAssertTrue(loaded.queue.calibrationSummary.contains("8: "), loaded.queue.calibrationSummary)
+        let calibrated = loaded.memory
+        XCTAssertEqual(calibrated.plans, 1)
+        let input = Tensor(shape: Shape([8] + loaded.model.inputs[0].shape.dropFirst()), dtype: loaded.model.inputs[0].dtype)
+        _ = try loaded.model.run([input], parallel: false)
+        let served = loaded.memory
+        XCTAssertEqual(served.plans, 2, "the batch (whole, or as items beside batch 1's plan) built one plan")
+    }
+
     /// Every tensor of a model (weights, packed weights, plans of every batch size) is freed with it:
     /// the ledgers return to zero, load after load (reload churn must not keep memory).
     func testLedgersReturnToZeroWhenTheModelIsGone() throws {

@@ -19,10 +19,13 @@ protocol BatchModel: AnyObject, Sendable {
     var warmUpRuns: Int { get }
     /// CPU time consumed so far by the model's own engine threads (besides the calling thread).
     func engineThreadsCPUNanos() -> UInt64
+    /// Frees what the model keeps for the batch sizes not in `keeping` (the engine's cached plans).
+    func releaseCachedPlans(keeping: Set<Int>)
 }
 
 extension BatchModel {
     var warmUpRuns: Int { 1 }
+    func releaseCachedPlans(keeping: Set<Int>) {}
 }
 
 extension CompiledModel: BatchModel {

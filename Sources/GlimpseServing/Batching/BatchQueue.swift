@@ -50,7 +50,7 @@ final class BatchQueue: @unchecked Sendable {
     /// to their own. With several workers and engine threads, a batch of one is also timed on all the
     /// threads. The scheduler seeds its latency model from these times and picks the batch size with
     /// the lowest cost per item and whether a lone batch should use all threads (`adopt`).
-    /// A model that fails here is not put in service.
+    /// A model that fails here is not put in service. Afterwards it holds only batch 1's plan.
     func calibrate() throws {
         condition.lock()
         let sizes = Self.calibrationSizes(allowed: scheduler.configuration.allowedBatchSizes,
@@ -70,7 +70,13 @@ final class BatchQueue: @unchecked Sendable {
             return best
         }
         var loaded: [Int: UInt64] = [:]
-        for n in sizes { loaded[n] = try time(n, parallel: loadedParallel) }
+        for n in sizes {
+            loaded[n] = try time(n, parallel: loadedParallel)
+            // Only batch 1's plan is kept: a new version is calibrated while the old one still serves
+            // with its own plans, so holding a plan for every size timed would put the model in memory
+            // twice during a reload. The others are built again when traffic needs them.
+            if n != 1 { model.releaseCachedPlans(keeping: [1]) }
+        }
         let parallelOne = workers > 1 && model.threads > 1 ? try time(1, parallel: true) : nil
         condition.lock()
         scheduler.adopt(calibration: loaded, parallelOne: parallelOne)
