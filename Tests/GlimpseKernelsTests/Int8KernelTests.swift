@@ -123,6 +123,53 @@ final class Int8KernelTests: XCTestCase {
         XCTAssertGreaterThan(Set(ref.bytes).count, min(8, ref.count / 4), "trial \(trial)", file: file, line: line)
     }
 
+    /// Pointwise convolutions over a batch as one GEMM (`runBatchTile`: tiles that cross image
+    /// boundaries), and both tile kinds split into parts of the output channels, against the reference.
+    func testBatchTilesAndChannelPartsMatchReference() {
+        var rng = TestRandom(seed: 41)
+        for trial in 0..<40 {
+            let pointwise = trial % 4 != 3
+            let batch = rng.int(1...5), cin = rng.int(1...(pointwise ? 70 : 9)), cout = rng.int(1...40)
+            let g = randomGeometry(&rng, channels: cin, pointwise: pointwise)
+            let zx = trial % 3 == 0 ? UInt8(0) : UInt8(rng.int(0...255))
+            let k = g.patchSize, inImage = cin * g.inPixels, outImage = cout * g.outPixels
+            let x = randomU8(&rng, batch * inImage), w = randomS8(&rng, cout * k)
+            let r = requantization(&rng, channels: cout, k: k, perChannel: trial % 2 == 0)
+            let ref = Bytes(batch * outImage), out = Bytes(batch * outImage)
+            for n in 0..<batch {
+                QS8ConvReference.conv(x: x.u8 + n * inImage, inputZeroPoint: zx, w: w.s8, group: 1, geometry: g, outChannels: cout,
+                                      requant: r, y: ref.u8 + n * outImage)
+            }
+            let packed = Bytes(QS8Gemm.packedACount(m: cout, k: k))
+            QS8Gemm.packA(w.s8, m: cout, k: k, into: packed.s8)
+            var folded = r
+            let sums = QS8Gemm.rowSums(w.s8, m: cout, k: k)
+            for c in 0..<cout { folded.bias[c] = folded.bias[c] &- Int32(zx) &* sums[c] }
+            let storage = RequantStorage(folded)
+            let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
+            let scratch = Bytes(conv.batchScratchBytes)
+            // Parts of whole 8-row blocks, the last one possibly short or empty.
+            let step = rng.int(1...3) * QS8Gemm.mr
+            for part in stride(from: 0, to: cout, by: step) {
+                let rows = part..<min(cout, part + step)
+                if pointwise {
+                    for t in 0..<conv.batchTiles(batch: batch) {
+                        conv.runBatchTile(t, batch: batch, rows: rows, x: x.u8, y: out.u8, packedA: packed.s8, requant: storage.pointers,
+                                          scratch: scratch.u8)
+                    }
+                } else {
+                    for n in 0..<batch {
+                        for t in 0..<conv.tilesPerImage {
+                            conv.runTile(t, x: x.u8 + n * inImage, y: out.u8 + n * outImage, packedA: packed.s8, requant: storage.pointers,
+                                         panel: scratch.u8, rows: rows)
+                        }
+                    }
+                }
+            }
+            XCTAssertEqual(out.bytes, ref.bytes, "trial \(trial): batch \(batch), \(g), cout \(cout), parts of \(step)")
+        }
+    }
+
     func testDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 7)
         for trial in 0..<40 {

@@ -23,10 +23,11 @@ public struct QS8Conv: Sendable {
     /// Scratch bytes per thread (one panel).
     public var panelBytes: Int { QS8Gemm.panelCount(k: k) }
 
-    /// Computes output tile `tile` of one image: `x` is `[Cin][H][W]`, `y` is `[Cout][OH][OW]`.
+    /// Computes output tile `tile` of one image: `x` is `[Cin][H][W]`, `y` is `[Cout][OH][OW]`; only the
+    /// output channels `rows` when given (their lower bound a multiple of 8).
     @inline(__always)
     public func runTile(_ tile: Int, x: UnsafePointer<UInt8>, y: UnsafeMutablePointer<UInt8>, packedA: UnsafePointer<Int8>,
-                        requant rq: RequantPointers, panel: UnsafeMutablePointer<UInt8>) {
+                        requant rq: RequantPointers, panel: UnsafeMutablePointer<UInt8>, rows: Range<Int>? = nil) {
         let p0 = tile * QS8Gemm.nr
         let n = min(QS8Gemm.nr, geometry.outPixels - p0)
         if geometry.isPointwise {
@@ -44,20 +45,22 @@ public struct QS8Conv: Sendable {
         }
         let groups = QS8Gemm.kGroups(k)
         let outPixels = geometry.outPixels
-        var row = 0
-        while row < outChannels {
-            QS8Gemm.kernel(a: packedA + row * groups * 4, panel: panel, groups: groups, rows: min(QS8Gemm.mr, outChannels - row),
+        var row = rows?.lowerBound ?? 0
+        let end = rows?.upperBound ?? outChannels
+        while row < end {
+            QS8Gemm.kernel(a: packedA + row * groups * 4, panel: panel, groups: groups, rows: min(QS8Gemm.mr, end - row),
                            row0: row, n: n, c: y + row * outPixels + p0, ldc: outPixels, requant: rq)
             row += QS8Gemm.mr
         }
     }
 
     /// Panel from the input rows (1×1, stride 1, no padding): k-group g holds channels 4g ..< 4g+4.
+    /// Pixels `p0 ..< p0 + n` go to panel columns `column ..< column + n`.
     @inline(__always)
-    func packPointwise(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>) {
+    func packPointwise(x: UnsafePointer<UInt8>, p0: Int, n: Int, panel: UnsafeMutablePointer<UInt8>, column: Int = 0) {
         let pixels = geometry.inPixels, channels = geometry.inChannels
         for g in 0..<QS8Gemm.kGroups(channels) {
-            let dst = panel + g * QS8Gemm.nr * 4
+            let dst = panel + g * QS8Gemm.nr * 4 + 4 * column
             let c0 = 4 * g
             var j = 0
 #if GLIMPSE_VNNI

@@ -102,8 +102,9 @@ public final class Int8ConvOp: Operator {
 
     /// Scratch floats per thread.
     func perThread(_ g: ConvGeometry) -> Int {
+        let gemm = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint)
         var n = isDepthwise ? QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint).scratchFloats
-                            : QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint).panelBytes / 4
+                            : ((g.isPointwise ? gemm.batchScratchBytes : gemm.panelBytes) + 3) / 4
 #if GLIMPSE_VNNI
         if isDepthwise, let dw = QU8DepthwiseVNNI(geometry: g, inputZeroPoint: inputZeroPoint) { n = max(n, (dw.scratchBytes + 3) / 4) }
 #endif
@@ -164,13 +165,29 @@ public final class Int8ConvOp: Operator {
         guard let packed else { throw EngineError("operator used before prepare") }
         let conv = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint)
         let a = UnsafePointer(packed.bytes.assumingMemoryBound(to: Int8.self))
-        let tiles = conv.tilesPerImage
+        // Pointwise convolutions run the batch as one GEMM (`runBatchTile`: no short tile per image),
+        // others tiles of 32 pixels per image.
+        let pointwise = g.isPointwise, tiles = conv.tilesPerImage
+        let columnTasks = pointwise ? conv.batchTiles(batch: batch) : batch * tiles
+        // Too few column tiles to keep the threads even (the 7×7 and 14×14 layers at batch 1): each task
+        // then takes a part of the output channels, and packs its own panel.
+        let blocks = QS8Gemm.rowBlocks(outChannels)
+        let parts = ctx.threads > 1 && columnTasks < 4 * ctx.threads ? min(blocks, (4 * ctx.threads + columnTasks - 1) / columnTasks) : 1
+        let rowsPerPart = (blocks + parts - 1) / parts * QS8Gemm.mr
         return ClosureKernel { pool in
             withExtendedLifetime((requant, packed)) {
-                pool.parallelTasks(batch * tiles) { task, thread in
-                    let n = task / tiles, t = task % tiles
-                    let panel = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
-                    conv.runTile(t, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq, panel: panel)
+                pool.parallelTasks(columnTasks * parts) { task, thread in
+                    let column = task / parts, part = task % parts
+                    let rows = min(channels, part * rowsPerPart) ..< min(channels, (part + 1) * rowsPerPart)
+                    guard !rows.isEmpty else { return }
+                    let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
+                    if pointwise {
+                        conv.runBatchTile(column, batch: batch, rows: rows, x: src, y: dst, packedA: a, requant: rq, scratch: scratch)
+                    } else {
+                        let n = column / tiles
+                        conv.runTile(column % tiles, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq,
+                                     panel: scratch, rows: rows)
+                    }
                 }
             }
         }
