@@ -116,8 +116,10 @@ public final class CompiledModel: @unchecked Sendable {
     /// True when the items of a batch were shown independent at load, so a batch may run as single
     /// items (always false for a graph fixed at batch 1, and when splitting is `.never`).
     public let itemsIndependent: Bool
-    /// What a batch split into items still runs whole (nil: nothing).
+    /// What a batch split into items on one thread still runs whole (nil: nothing).
     let batchTail: BatchTail?
+    /// The tail a split batch on several threads joins at (the classifier's; nil: none).
+    let parallelBatchTail: BatchTail?
     /// `.auto`'s trial state per batch size and thread count.
     let splitTuning = Locked<[SplitTuning.Key: SplitTuning]>([:])
 
@@ -132,6 +134,7 @@ public final class CompiledModel: @unchecked Sendable {
         self.batchSplitting = .never
         self.itemsIndependent = false
         self.batchTail = nil
+        self.parallelBatchTail = nil
         self.weightMemory = MemoryLedger()
         self.planMemory = MemoryLedger()
     }
@@ -168,7 +171,8 @@ public final class CompiledModel: @unchecked Sendable {
         } else {
             itemsIndependent = false
         }
-        batchTail = itemsIndependent ? Self.batchTail(of: compiled) : nil
+        parallelBatchTail = itemsIndependent ? Self.classifierTail(of: compiled) : nil
+        batchTail = itemsIndependent ? Self.smallPlaneTail(of: compiled, types: (widenedBatch ? plan2 : plan1)?.types ?? []) ?? parallelBatchTail : nil
         self.inputs = compiled.inputs.map { $0.spec }
         var outSpecs: [TensorSpec] = []
         for (i, out) in graph.outputs.enumerated() {

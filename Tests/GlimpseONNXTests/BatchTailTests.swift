@@ -4,18 +4,25 @@ import GlimpseTensor
 import GlimpseTestSupport
 import XCTest
 
-/// `BatchTail`: a batch split into items joins again for the graph's last large fully connected
-/// layer, which then runs once for the whole batch.
+/// `BatchTail`: a batch split into items joins again, on one thread where the planes become small,
+/// on several for the graph's last large fully connected layer; the rest runs once for the whole batch.
 final class BatchTailTests: XCTestCase {
-    /// MobileNetV2 (a 1280 × 1000 classifier) on two threads, batches of 3 (two items side by side,
-    /// the third on both threads) and 2, and on the calling thread alone: every item equals its
-    /// batch-1 run.
-    func testSplitBatchJoinsForTheClassifier() throws {
+    /// MobileNetV2 (7×7 planes at the end, a 1280 × 1000 classifier) on two threads, batches of 3 (two
+    /// items side by side, the third on both threads) and 2, and on the calling thread alone (joining
+    /// at the 7×7 planes): every item equals its batch-1 run.
+    func testSplitBatchJoinsForTheClassifierOrWhereThePlanesAreSmall() throws {
         let m = try ONNXLoader.load(path: try SharedData.path("models/arch/mobilenet_v2.onnx"),
                                     options: EngineOptions(threads: 2, batchSplitting: .always))
-        let tail = try XCTUnwrap(m.batchTail, "MobileNetV2 ends in a 1280 × 1000 Gemm")
-        XCTAssertTrue(m.graph.nodes[tail.node].op is GemmOp)
-        XCTAssertEqual(m.graph.nodes[tail.node].inputs[0], tail.value)
+        let classifier = try XCTUnwrap(m.parallelBatchTail, "MobileNetV2 ends in a 1280 × 1000 Gemm")
+        XCTAssertTrue(m.graph.nodes[classifier.node].op is GemmOp)
+        XCTAssertEqual(m.graph.nodes[classifier.node].inputs[0], classifier.value)
+        let tail = try XCTUnwrap(m.batchTail)
+        XCTAssertTrue(m.graph.nodes[tail.node].inputs.contains(tail.value))
+        let plan = try ExecutionPlan(graph: m.graph, batch: 1, threads: 1)
+        func pixels(_ v: Int) -> Int? { plan.types[v].flatMap { $0.shape.count == 4 ? $0.shape[2] * $0.shape[3] : nil } }
+        XCTAssertEqual(m.graph.nodes[tail.node...].flatMap(\.outputs).compactMap(pixels).max(), 7 * 7)
+        XCTAssertEqual(m.graph.nodes[..<tail.node].flatMap(\.outputs).compactMap(pixels).min(), 14 * 14)
+        XCTAssertEqual(pixels(tail.value), 14 * 14, "the earliest cut: the stride-2 convolution from 14×14 to 7×7")
         let (input, singles) = try imageBatchAndSingleRuns(m, items: 3)
         XCTAssertGreaterThan(relativeError(singles[0], singles[1]), 1e-3, "distinct items")
         for (batch, parallel) in [(3, true), (2, true), (3, false)] {

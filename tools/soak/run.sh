@@ -14,7 +14,8 @@
 # the drain must answer every request the server took. Writes OUT/soak.csv (per 10 s: RSS, answers,
 # errors by reason) and OUT/soak.svg (goodput, p99, RSS, errors), and prints: requests offered,
 # answered, refused by code, lost; share of admitted requests within the deadline; RSS range after
-# minute 5; reload and hostile outcomes; the drain's outcome. Loopback only; every step is bounded.
+# minute 5 (all samples, and those outside a reload, when old and new version are both resident); reload
+# and hostile outcomes; the drain's outcome. Loopback only; every step is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tools/lib/bench.sh

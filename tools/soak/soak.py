@@ -92,6 +92,9 @@ class Run:
         self.a, self.work = a, work
         self.stop = threading.Event()
         self.reloads = {"ok": 0, "failed": 0}
+        # (start, end) of each models.reload call, monotonic seconds.
+        self.reload_spans = []
+        self.reload_in_flight = False
         self.hostile = {"json_rpc_error": 0, "other": 0}
         self.rows = []
 
@@ -125,11 +128,21 @@ class Run:
     def reloader(self):
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "models.reload", "params": {"model": self.a.model}}).encode()
         while not self.stop.wait(self.a.reload_every):
+            began = time.monotonic()
+            self.reload_in_flight = True
             try:
                 status, reply = post(self.port, body, timeout=60)
                 self.reloads["ok" if reply and "result" in reply else "failed"] += 1
             except OSError:
                 self.reloads["failed"] += 1
+            self.reload_spans.append((began, time.monotonic()))
+            self.reload_in_flight = False
+
+    def reloading(self, at):
+        """Whether `at` falls in a reload: from its call until 2 s after its answer, by when the old
+        version has finished its last batch and been freed."""
+        spans = self.reload_spans[-3:]
+        return self.reload_in_flight or any(began <= at <= ended + 2 for began, ended in spans)
 
     def attacker(self, rate):
         bodies = hostile_bodies(open(self.a.sample, "rb").read())
@@ -152,7 +165,10 @@ class Run:
                 continue
             delta = {k: now.get(k, 0) - last.get(k, 0) for k in set(now) | set(last)}
             last = now
-            self.rows.append({"second": round(time.monotonic() - start), "rss_mib": round(rss_mib(self.server.pid), 1),
+            at = time.monotonic()
+            rss = rss_mib(self.server.pid)
+            reloading = int(self.reloading(at))
+            self.rows.append({"second": round(at - start), "rss_mib": round(rss, 1), "reloading": reloading,
                               "ok": int(delta.get(("ok", ""), 0)),
                               **{f"refused_{r or 'none'}": int(v) for (o, r), v in delta.items() if o == "error"}})
 
@@ -234,7 +250,7 @@ def main():
     finally:
         if run.server.poll() is None:
             run.server.kill()
-    fields = ["second", "rss_mib", "ok"] + sorted({k for row in run.rows for k in row if k.startswith("refused_")})
+    fields = ["second", "rss_mib", "reloading", "ok"] + sorted({k for row in run.rows for k in row if k.startswith("refused_")})
     with open(os.path.join(a.out, "soak.csv"), "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=fields, restval=0)
         wr.writeheader()
@@ -260,6 +276,14 @@ def report(a, r, d, code, run):
         mean = sum(rss) / len(rss)
         print(f"RSS after minute 5: {min(rss):.0f}-{max(rss):.0f} MiB (mean {mean:.0f}; {100 * (max(rss) - mean) / mean:+.1f}% / "
               f"{100 * (min(rss) - mean) / mean:+.1f}%)")
+        # Samples taken while a reload held both versions, apart from the others.
+        calm = [row["rss_mib"] for row in run.rows if row["second"] >= 300 and not row["reloading"]]
+        during = [row["rss_mib"] for row in run.rows if row["second"] >= 300 and row["reloading"]]
+        if calm:
+            m = sum(calm) / len(calm)
+            print(f"RSS after minute 5 outside reloads: {min(calm):.0f}-{max(calm):.0f} MiB over {len(calm)} samples (mean {m:.0f}; "
+                  f"{100 * (max(calm) - m) / m:+.1f}% / {100 * (min(calm) - m) / m:+.1f}%); during a reload: "
+                  + (f"{len(during)} samples, highest {max(during):.0f} MiB ({max(during) - m:+.0f} MiB)" if during else "no samples"))
     else:
         print("RSS after minute 5: no samples (run shorter than 5 minutes)")
     print(f"models.reload: {run.reloads}; hostile requests: {run.hostile}")
