@@ -42,6 +42,18 @@ load=$!
 sleep "$warmup"
 steady=$(tail -n 10 "$work/rss.txt" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
 mark=$(wc -l < "$work/rss.txt")
+# What the loaded models hold (models.list `memory`), in MiB: all, and squeezenet1.1's plans.
+held() {
+  curl -sS --max-time 10 -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"models.list"}' "$url" |
+    python3 -c 'import json, sys
+models = json.load(sys.stdin)["result"]
+models = models["models"] if isinstance(models, dict) else models
+total = sum(m["memory"]["total_bytes"] for m in models) / 1048576
+sq = [m["memory"] for m in models if m["name"] == "squeezenet1.1"][0]
+plans, planned = sq["plans"], sq["plans_bytes"] / 1048576
+print(f"models hold {total:.0f} MiB; squeezenet1.1 {plans} plans, {planned:.0f} MiB")'
+}
+held_before=$(held)
 
 failed=0
 admin() {
@@ -55,6 +67,7 @@ for _ in $(seq "$reloads"); do admin models.reload squeezenet1.1; done
 for _ in $(seq "$pairs"); do admin models.unload mobilenetv2-int8; admin models.load mobilenetv2-int8; done
 churn=$(( SECONDS - start ))
 sleep 10
+held_after=$(held)
 touch "$work/stop"
 wait "$load" 2>/dev/null || true
 after=$(tail -n 1 "$work/rss.txt")
@@ -69,3 +82,5 @@ echo "RSS steady before: $(mib "$steady") MiB"
 echo "RSS peak during:   $(mib "$peak") MiB ($(ratio "$peak" "$steady")x steady)"
 echo "RSS after (10 s):  $(mib "$after") MiB ($(ratio "$after" "$steady")x steady)"
 echo "load answers: $ok 2xx of $sent done; admin calls failed: $failed"
+echo "before: $held_before"
+echo "after:  $held_after"
