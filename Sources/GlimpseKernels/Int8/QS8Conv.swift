@@ -23,11 +23,10 @@ public struct QS8Conv: Sendable {
     /// Scratch bytes per thread (one panel).
     public var panelBytes: Int { QS8Gemm.panelCount(k: k) }
 
-    /// Computes output tile `tile` of one image: `x` is `[Cin][H][W]`, `y` is `[Cout][OH][OW]`; only the
-    /// output channels `rows` when given (their lower bound a multiple of 8).
+    /// Computes output tile `tile` of one image: `x` is `[Cin][H][W]`, `y` is `[Cout][OH][OW]`.
     @inline(__always)
     public func runTile(_ tile: Int, x: UnsafePointer<UInt8>, y: UnsafeMutablePointer<UInt8>, packedA: UnsafePointer<Int8>,
-                        requant rq: RequantPointers, panel: UnsafeMutablePointer<UInt8>, rows: Range<Int>? = nil) {
+                        requant rq: RequantPointers, panel: UnsafeMutablePointer<UInt8>) {
         let p0 = tile * QS8Gemm.nr
         let n = min(QS8Gemm.nr, geometry.outPixels - p0)
         if geometry.isPointwise {
@@ -45,10 +44,9 @@ public struct QS8Conv: Sendable {
         }
         let groups = QS8Gemm.kGroups(k)
         let outPixels = geometry.outPixels
-        var row = rows?.lowerBound ?? 0
-        let end = rows?.upperBound ?? outChannels
-        while row < end {
-            QS8Gemm.kernel(a: packedA + row * groups * 4, panel: panel, groups: groups, rows: min(QS8Gemm.mr, end - row),
+        var row = 0
+        while row < outChannels {
+            QS8Gemm.kernel(a: packedA + row * groups * 4, panel: panel, groups: groups, rows: min(QS8Gemm.mr, outChannels - row),
                            row0: row, n: n, c: y + row * outPixels + p0, ldc: outPixels, requant: rq)
             row += QS8Gemm.mr
         }

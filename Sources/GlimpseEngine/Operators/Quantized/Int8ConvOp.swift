@@ -169,24 +169,18 @@ public final class Int8ConvOp: Operator {
         // others tiles of 32 pixels per image.
         let pointwise = g.isPointwise, tiles = conv.tilesPerImage
         let columnTasks = pointwise ? conv.batchTiles(batch: batch) : batch * tiles
-        // Too few column tiles to keep the threads even (the 7×7 and 14×14 layers at batch 1): each task
-        // then takes a part of the output channels, and packs its own panel.
-        let blocks = QS8Gemm.rowBlocks(outChannels)
-        let parts = ctx.threads > 1 && columnTasks < 4 * ctx.threads ? min(blocks, (4 * ctx.threads + columnTasks - 1) / columnTasks) : 1
-        let rowsPerPart = (blocks + parts - 1) / parts * QS8Gemm.mr
+        // (Splitting the output channels of layers with few column tiles between tasks, so that two
+        // threads stay even at batch 1, was measured slower: each part packs its own panel.)
         return ClosureKernel { pool in
             withExtendedLifetime((requant, packed)) {
-                pool.parallelTasks(columnTasks * parts) { task, thread in
-                    let column = task / parts, part = task % parts
-                    let rows = min(channels, part * rowsPerPart) ..< min(channels, (part + 1) * rowsPerPart)
-                    guard !rows.isEmpty else { return }
+                pool.parallelTasks(columnTasks) { column, thread in
                     let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
                     if pointwise {
-                        conv.runBatchTile(column, batch: batch, rows: rows, x: src, y: dst, packedA: a, requant: rq, scratch: scratch)
+                        conv.runBatchTile(column, batch: batch, rows: 0..<channels, x: src, y: dst, packedA: a, requant: rq,
+                                          scratch: scratch)
                     } else {
                         let n = column / tiles
-                        conv.runTile(column % tiles, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq,
-                                     panel: scratch, rows: rows)
+                        conv.runTile(column % tiles, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq, panel: scratch)
                     }
                 }
             }
