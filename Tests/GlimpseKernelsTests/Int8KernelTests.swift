@@ -96,6 +96,16 @@ final class Int8KernelTests: XCTestCase {
         }
     }
 
+    /// The operator's packing: weights once, the zero-point correction folded into the bias.
+    func packGemm(_ w: Bytes, cout: Int, k: Int, requant r: Requantization, inputZeroPoint zx: UInt8) -> (Bytes, RequantStorage) {
+        let packed = Bytes(QS8Gemm.packedACount(m: cout, k: k))
+        QS8Gemm.packA(w.s8, m: cout, k: k, into: packed.s8)
+        var folded = r
+        let sums = QS8Gemm.rowSums(w.s8, m: cout, k: k)
+        for c in 0..<cout { folded.bias[c] = folded.bias[c] &- Int32(zx) &* sums[c] }
+        return (packed, RequantStorage(folded))
+    }
+
     /// One convolution through `QS8Conv`'s tiles against `QS8ConvReference`, bit for bit.
     func checkConv(_ rng: inout TestRandom, _ g: ConvGeometry, cout: Int, trial: Int, file: StaticString = #filePath, line: UInt = #line) {
         let cin = g.inChannels
@@ -106,13 +116,7 @@ final class Int8KernelTests: XCTestCase {
         let ref = Bytes(cout * g.outPixels), out = Bytes(cout * g.outPixels)
         QS8ConvReference.conv(x: x.u8, inputZeroPoint: zx, w: w.s8, group: 1, geometry: g, outChannels: cout,
                               requant: r, y: ref.u8)
-        // The operator's packing: weights once, the zero-point correction folded into the bias.
-        let packed = Bytes(QS8Gemm.packedACount(m: cout, k: k))
-        QS8Gemm.packA(w.s8, m: cout, k: k, into: packed.s8)
-        var folded = r
-        let sums = QS8Gemm.rowSums(w.s8, m: cout, k: k)
-        for c in 0..<cout { folded.bias[c] = folded.bias[c] &- Int32(zx) &* sums[c] }
-        let storage = RequantStorage(folded)
+        let (packed, storage) = packGemm(w, cout: cout, k: k, requant: r, inputZeroPoint: zx)
         let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
         let panel = Bytes(conv.panelBytes)
         for t in 0..<conv.tilesPerImage {
@@ -139,12 +143,7 @@ final class Int8KernelTests: XCTestCase {
                 QS8ConvReference.conv(x: x.u8 + n * inImage, inputZeroPoint: zx, w: w.s8, group: 1, geometry: g, outChannels: cout,
                                       requant: r, y: ref.u8 + n * outImage)
             }
-            let packed = Bytes(QS8Gemm.packedACount(m: cout, k: k))
-            QS8Gemm.packA(w.s8, m: cout, k: k, into: packed.s8)
-            var folded = r
-            let sums = QS8Gemm.rowSums(w.s8, m: cout, k: k)
-            for c in 0..<cout { folded.bias[c] = folded.bias[c] &- Int32(zx) &* sums[c] }
-            let storage = RequantStorage(folded)
+            let (packed, storage) = packGemm(w, cout: cout, k: k, requant: r, inputZeroPoint: zx)
             let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
             let scratch = Bytes(conv.batchScratchBytes)
             // Parts of whole 8-row blocks, the last one possibly short or empty.
