@@ -1,5 +1,4 @@
-/// Pointwise (1×1) convolutions over a whole batch as one GEMM, and tasks of a part of the output
-/// channels.
+/// Pointwise (1×1) convolutions over a whole batch as one GEMM.
 ///
 /// Per image, a 1×1 convolution has `outPixels` GEMM columns, cut into tiles of 32: a 7×7 plane
 /// (49 columns) runs two tiles, 64 columns computed for 49 stored, and a 14×14 plane 224 for 196. Over
