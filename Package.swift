@@ -46,6 +46,9 @@ let metricsTestKit: Target.Dependency = .product(name: "MetricsTestKit", package
 let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
 let nioHTTP2: Target.Dependency = .product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioHPACK: Target.Dependency = .product(name: "NIOHPACK", package: "swift-nio-http2")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let httpTypes: Target.Dependency = .product(name: "HTTPTypes", package: "swift-http-types")
 let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
@@ -123,10 +126,8 @@ let package = Package(
         .target(
             name: "GlimpseServer",
             dependencies: [
-                "GlimpseRPC", "GlimpseServing", hummingbird, nioHTTP2, nioPosix, logging, serviceLifecycle,
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "GlimpseRPC", "GlimpseServing", hummingbird, nioHTTP2, nioHPACK, nioPosix, logging, serviceLifecycle,
+                .product(name: "HummingbirdCore", package: "hummingbird"), httpTypes, nioCore,
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
@@ -193,7 +194,7 @@ let package = Package(
             name: "GlimpseServerTests",
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseImage", "GlimpseLoad", "GlimpseTestSupport",
-                hummingbird, metricsTestKit, nioHTTP2, logging, serviceLifecycle,
+                hummingbird, metricsTestKit, nioHTTP2, nioHPACK, nioCore, httpTypes, logging, serviceLifecycle,
             ],
             swiftSettings: cpuSettings
         ),

@@ -158,6 +158,37 @@ GLIMPSE_INLINE __m256i glimpse_dpbusd_split_256(__m256i acc, __m256i lo7, __m256
 /// Four bytes broadcast to all eight 32-bit lanes.
 GLIMPSE_INLINE __m256i glimpse_broadcast32_256(int value) { return _mm256_set1_epi32(value); }
 
+/// Lane conversions of the int8 kernels on AVX2 targets, eight lanes at a time (the Swift side calls
+/// them on the two halves of a SIMD16; the standard library's generic SIMD16 conversions are
+/// out-of-line calls per vector).
+/// int32 → float32 (`vcvtdq2ps`).
+GLIMPSE_INLINE __m256 glimpse_cvt_i32_f32_256(__m256i v) { return _mm256_cvtepi32_ps(v); }
+/// float32 → int32, rounding half to even whatever the MXCSR mode (`vroundps`, then an exact
+/// `vcvttps2dq` of the integral value).
+GLIMPSE_INLINE __m256i glimpse_cvt_f32_i32_even_256(__m256 v) {
+    return _mm256_cvttps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+/// The low byte of each of the sixteen int32 lanes of lo ++ hi, in order.
+GLIMPSE_INLINE __m128i glimpse_narrow_i32_u8_2x256(__m256i lo, __m256i hi) {
+    __m256i mask = _mm256_set1_epi32(0xFF);
+    // Words a0-3 b0-3 | a4-7 b4-7, then bytes A0 B0 A0 B0 | A1 B1 A1 B1 as dwords: pick 0, 4, 1, 5.
+    __m256i words = _mm256_packus_epi32(_mm256_and_si256(lo, mask), _mm256_and_si256(hi, mask));
+    __m256i bytes = _mm256_packus_epi16(words, words);
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0)));
+}
+/// Eight bytes at `p` zero-extended to int32 lanes (`vpmovzxbd`).
+GLIMPSE_INLINE __m256i glimpse_load_u8_i32_256(const void *p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+/// Clamps finite lanes to [lower, upper] (`vmaxps` then `vminps`).
+GLIMPSE_INLINE __m256 glimpse_clamp_f32_256(__m256 v, __m256 lower, __m256 upper) {
+    return _mm256_min_ps(_mm256_max_ps(v, lower), upper);
+}
+/// Unsigned maxima of 32 bytes (`vpmaxub`), 16 bytes, and 16 16-bit lanes (`vpmaxuw`).
+GLIMPSE_INLINE __m256i glimpse_max_u8_avx2_256(__m256i a, __m256i b) { return _mm256_max_epu8(a, b); }
+GLIMPSE_INLINE __m128i glimpse_max_u8_avx2_128(__m128i a, __m128i b) { return _mm_max_epu8(a, b); }
+GLIMPSE_INLINE __m256i glimpse_max_u16_avx2_256(__m256i a, __m256i b) { return _mm256_max_epu16(a, b); }
+
 /// Exact u8 × s8 dot products of four bytes per 32-bit lane without VNNI: bytes widened to int16
 /// (`vpmovzxbw` / `vpmovsxbw`), then `vpmaddwd`, whose products and pair sums cannot overflow.
 GLIMPSE_INLINE __m256i glimpse_dpbusd_exact_256(__m256i acc, __m256i u8, __m256i s8) {

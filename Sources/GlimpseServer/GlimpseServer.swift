@@ -32,9 +32,11 @@ public enum GlimpseServer {
         let timeouts = ConnectionTimeouts(header: .nanoseconds(Int64(configuration.headerTimeoutSeconds * 1e9)),
                                           idle: .nanoseconds(Int64(configuration.idleTimeoutSeconds * 1e9)),
                                           gracefulClose: .nanoseconds(Int64(configuration.gracefulCloseTimeoutSeconds * 1e9)))
+        let frames = GlimpseHTTPChannel.FrameServing(responder: router.buildResponder(), inline: InlineRoutes(service: service, state: state),
+                                                     maxBody: configuration.maxBodyBytes, logger: logger)
         return Application(
             router: router,
-            server: .glimpse(http2: configuration.http2, tls: tls, timeouts: timeouts),
+            server: .glimpse(http2: configuration.http2, tls: tls, timeouts: timeouts, frames: frames),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "glimpse"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             eventLoopGroupProvider: configuration.eventLoopThreads.map { .shared(MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0))) }

@@ -70,6 +70,10 @@ public struct HTTP2Options: Sendable {
     public var maxFrameSize: Int = 1 << 14
     /// SETTINGS_MAX_HEADER_LIST_SIZE: largest decoded header block accepted.
     public var maxHeaderListSize: Int = 16 << 10
+    /// Serve each stream on its own child channel and task, through Hummingbird's HTTP handling (the
+    /// earlier transport, kept for comparison). Off: `HTTP2FrameResponder` answers from the
+    /// connection's frames.
+    public var streamChannels = false
 
     public init() {}
 

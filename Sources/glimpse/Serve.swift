@@ -49,6 +49,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "HTTP/2 receive window of a whole connection, in bytes.") var http2ConnectionWindow: Int = 8 << 20
     @Option(help: "HTTP/2 SETTINGS_MAX_FRAME_SIZE in bytes (16384 to 16777215).") var http2MaxFrame: Int = 1 << 14
     @Option(help: "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE in bytes.") var http2MaxHeaderList: Int = 16 << 10
+    @Flag(help: "Serve each HTTP/2 stream on its own child channel and task (the earlier transport, kept for comparison; slower).")
+    var http2StreamChannels = false
     @Option(help: "PEM certificate chain; with --tls-key the port speaks TLS (ALPN h2 and http/1.1).") var tlsCert: String?
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "File of API keys, one `<key> <user|admin> [name]` per line; clients send `Authorization: Bearer <key>`.") var apiKeys: String?
@@ -212,6 +214,7 @@ struct Serve: AsyncParsableCommand {
         http2.connectionWindowSize = http2ConnectionWindow
         http2.maxFrameSize = http2MaxFrame
         http2.maxHeaderListSize = http2MaxHeaderList
+        http2.streamChannels = http2StreamChannels
         var configuration = ServerConfiguration(
             host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
             idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,

@@ -197,7 +197,7 @@ final class Int8KernelTests: XCTestCase {
     func testGemvMatchesReference() {
         var rng = TestRandom(seed: 9)
         for trial in 0..<30 {
-            let k = rng.int(1...300), n = rng.int(1...150), rows = rng.int(1...3)
+            let k = rng.int(1...300), n = rng.int(1...150), rows = rng.int(1...4)
             let zx = trial % 3 == 0 ? UInt8(0) : UInt8(rng.int(0...255))
             let x = randomU8(&rng, rows * k), w = randomS8(&rng, k * n)
             let r = requantization(&rng, channels: n, k: k, perChannel: trial % 2 == 0)
@@ -212,7 +212,16 @@ final class Int8KernelTests: XCTestCase {
             let out = Bytes(rows * n), scratch = Bytes(gemv.rowBytes)
             var ref = [UInt8](repeating: 0, count: rows * n)
             for row in 0..<rows {
-                gemv.runRow(x: x.u8 + row * k, packed: packed.s8, requant: storage.pointers, y: out.u8 + row * n, padded: scratch.u8)
+                if row % 2 == 0 {
+                    gemv.runRow(x: x.u8 + row * k, packed: packed.s8, requant: storage.pointers, y: out.u8 + row * n, padded: scratch.u8)
+                } else {
+                    // In parts of a few column blocks (as one image's row is split over threads).
+                    let span = rng.int(1...5)
+                    for start in stride(from: 0, to: gemv.blocks, by: span) {
+                        gemv.runRow(x: x.u8 + row * k, packed: packed.s8, requant: storage.pointers, y: out.u8 + row * n,
+                                    padded: scratch.u8, blocks: start..<start + span)
+                    }
+                }
                 for j in 0..<n {
                     var acc: Int32 = 0
                     for i in 0..<k { acc &+= (Int32(x.u8[row * k + i]) - Int32(zx)) * Int32(w.s8[i * n + j]) }

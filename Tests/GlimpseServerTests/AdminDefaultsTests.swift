@@ -6,14 +6,7 @@ import XCTest
 /// Without API keys the admin methods are closed: anyone who reaches the port may classify, but not
 /// load, reload, unload or re-split models, unless the server is started with `--admin-without-auth`.
 final class AdminDefaultsTests: XCTestCase {
-    /// A folder with only mnist-8, so the server starts in a moment.
-    func smallModelFolder() throws -> String {
-        let dir = try temporaryFolder("admin").url
-        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("mnist-8.onnx").path,
-                                                   withDestinationPath: try SharedData.path("models/mnist-8.onnx"))
-        try #"{"preprocessing": "mnist"}"#.write(to: dir.appendingPathComponent("mnist-8.json"), atomically: true, encoding: .utf8)
-        return dir.path
-    }
+    func smallModelFolder() throws -> String { try mnistOnlyFolder("admin") }
 
     func call(_ server: GlimpseProcess, _ method: String, _ params: JSONValue) throws -> JSONValue {
         let body: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": .string(method), "params": params]

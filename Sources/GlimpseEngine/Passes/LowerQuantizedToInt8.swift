@@ -24,7 +24,7 @@ public enum LowerQuantizedToInt8 {
     public static func run(_ graph: Graph, enabled: Bool = int8KernelsAccelerated) -> [Int: Int32] {
         guard enabled else {
             if graph.nodes.contains(where: { $0.op is QLinearPlaceholderOp || $0.op is QLinearAddOp }) {
-                graph.notes.append("quantized nodes run on the fp32 lowering: this build has no AVX-512 VNNI int8 kernels")
+                graph.notes.append("quantized nodes run on the fp32 lowering: this build has no int8 kernels (neither AVX-512 VNNI nor AVX2)")
             }
             return [:]
         }

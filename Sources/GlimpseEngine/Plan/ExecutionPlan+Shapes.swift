@@ -54,6 +54,23 @@ extension ExecutionPlan {
                 throw EngineError("\(graph.name): \(node.label): \(e.description) (inputs \(inTypes))")
             }
         }
-        return PlanShapes(types: types, known: known, live: live)
+        return PlanShapes(types: types, known: known, live: neededNodes(graph, live: live, known: known))
+    }
+
+    /// The nodes of `live` whose outputs something reads: a graph output, or an input of another
+    /// such node. Folding can leave a node whose only reader was folded (a DequantizeLinear read
+    /// only by a Shape, whose value the batch size fixes); it is not run.
+    static func neededNodes(_ graph: Graph, live: [Int], known: [Tensor?]) -> [Int] {
+        var needed = [Bool](repeating: false, count: graph.values.count)
+        for out in graph.outputs { needed[out.value] = true }
+        var kept: [Int] = []
+        kept.reserveCapacity(live.count)
+        for index in live.reversed() {
+            let node = graph.nodes[index]
+            guard node.outputs.contains(where: { needed[$0] }) else { continue }
+            kept.append(index)
+            for v in node.inputs where v != Graph.noValue && known[v] == nil { needed[v] = true }
+        }
+        return kept.reversed()
     }
 }

@@ -1,10 +1,12 @@
-#if GLIMPSE_VNNI
+#if GLIMPSE_VNNI || GLIMPSE_AVX2
 import CGlimpseSIMD
 #endif
 
 /// u8 × s8 → s32 dot products of four bytes per 32-bit lane, added to `acc`: lane j gains
 /// Σ_{i<4} u8[4j+i] · s8[4j+i], bytes taken from the lanes' little-endian bytes. This is `vpdpbusd`
-/// where the target has AVX-512 VNNI (`GLIMPSE_VNNI`), and an exact portable sequence elsewhere.
+/// where the target has AVX-512 VNNI (`GLIMPSE_VNNI`); on AVX2 targets the exact split form of
+/// `vpmaddubsw` + `vpmaddwd` per 256-bit half (`glimpse_dpbusd_split_256`: no pair sum saturates); an
+/// exact portable sequence elsewhere.
 @inlinable @inline(__always)
 public func dpbusd(_ acc: SIMD16<Int32>, _ u8: SIMD16<Int32>, _ s8: SIMD16<Int32>) -> SIMD16<Int32> {
 #if GLIMPSE_VNNI
@@ -12,6 +14,10 @@ public func dpbusd(_ acc: SIMD16<Int32>, _ u8: SIMD16<Int32>, _ s8: SIMD16<Int32
         glimpse_dpbusd_512(unsafeBitCast(acc, to: SIMD8<Int64>.self), unsafeBitCast(u8, to: SIMD8<Int64>.self),
                            unsafeBitCast(s8, to: SIMD8<Int64>.self)),
         to: SIMD16<Int32>.self)
+#elseif GLIMPSE_AVX2
+    let (a0, a1) = avx2Halves(acc), (u0, u1) = avx2Halves(u8), (s0, s1) = avx2Halves(s8)
+    return avx2Join(glimpse_dpbusd_split_256(a0, glimpse_u8_low7_256(u0), glimpse_u8_high1_256(u0), s0),
+                    glimpse_dpbusd_split_256(a1, glimpse_u8_low7_256(u1), glimpse_u8_high1_256(u1), s1))
 #else
     let m = SIMD16<Int32>(repeating: 0xFF)
     let u0 = u8 & m, u1 = (u8 &>> 8) & m, u2 = (u8 &>> 16) & m, u3 = (u8 &>> 24) & m
@@ -32,11 +38,12 @@ public func dpbusdReference(_ acc: Int32, _ u8: UInt32, _ s8: UInt32) -> Int32 {
     return sum
 }
 
-/// Whether the int8 kernels run on `vpdpbusd` and single-instruction lane conversions. Without VNNI
-/// they run a portable form that gives the same results far more slowly, and the engine keeps
-/// quantized graphs on its fp32 lowering instead (`LowerQuantizedToInt8`).
+/// Whether the int8 kernels run on vector dot products and lane conversions: `vpdpbusd` on AVX-512
+/// VNNI targets, `vpmaddubsw` + `vpmaddwd` on AVX2 ones. Elsewhere they run a portable form that
+/// gives the same results far more slowly, and the engine keeps quantized graphs on its fp32
+/// lowering instead (`LowerQuantizedToInt8`).
 public let int8KernelsAccelerated: Bool = {
-#if GLIMPSE_VNNI
+#if GLIMPSE_VNNI || GLIMPSE_AVX2
     return true
 #else
     return false

@@ -32,16 +32,18 @@ public struct QS8Gemv: Sendable {
         (0..<n).map { j in (0..<k).reduce(Int32(0)) { $0 &+ Int32(w[$1 * n + j]) } }
     }
 
-    /// One row: `x` has `k` bytes, `padded` is `rowBytes` of scratch; `rq` has one bias (the
-    /// correction `−zx·Σ_k W[k][j]`) and one scale per column, padded to a multiple of 16.
+    /// One row, or the column blocks `part` of it (16 columns each; all by default): `x` has `k`
+    /// bytes, `padded` is `rowBytes` of scratch; `rq` has one bias (the correction
+    /// `−zx·Σ_k W[k][j]`) and one scale per column, padded to a multiple of 16.
     public func runRow(x: UnsafePointer<UInt8>, packed: UnsafePointer<Int8>, requant rq: RequantPointers,
-                       y: UnsafeMutablePointer<UInt8>, padded: UnsafeMutablePointer<UInt8>) {
+                       y: UnsafeMutablePointer<UInt8>, padded: UnsafeMutablePointer<UInt8>, blocks part: Range<Int>? = nil) {
         padded.update(from: x, count: k)
         for i in k..<rowBytes { padded[i] = 0 }
         let xr = UnsafeRawPointer(padded)
-        var b = 0
-        while b < blocks {
-            let count = min(4, blocks - b)
+        let end = min(part?.upperBound ?? blocks, blocks)
+        var b = max(part?.lowerBound ?? 0, 0)
+        while b < end {
+            let count = min(4, end - b)
             var a0 = SIMD16<Int32>(), a1 = SIMD16<Int32>(), a2 = SIMD16<Int32>(), a3 = SIMD16<Int32>()
             let base = UnsafeRawPointer(packed + b * groups * 64)
             let stride = groups * 64

@@ -1,4 +1,4 @@
-#if GLIMPSE_VNNI
+#if GLIMPSE_VNNI || GLIMPSE_AVX2
 import CGlimpseSIMD
 #endif
 
@@ -133,6 +133,17 @@ public struct u8_maxpool2d_rows {
             wide = glimpse_max_u16_byte_512(wide, base.loadUnaligned(fromByteOffset: d & ~1, as: SIMD8<Int64>.self), Int32(d & 1))
         }
         return unsafeBitCast(glimpse_narrow_u16_u8_512(wide), to: SIMD32<UInt8>.self)
+#elseif GLIMPSE_AVX2
+        var lo = SIMD4<Int64>(), hi = SIMD4<Int64>()
+        for t in 0..<g.kernelWidth {
+            let d = t * g.dilationW
+            let v = base.loadUnaligned(fromByteOffset: d & ~1, as: SIMD32<UInt16>.self)
+            let lane = d & 1 == 0 ? v & 0xFF : v &>> 8
+            lo = glimpse_max_u16_avx2_256(lo, unsafeBitCast(lane.lowHalf, to: SIMD4<Int64>.self))
+            hi = glimpse_max_u16_avx2_256(hi, unsafeBitCast(lane.highHalf, to: SIMD4<Int64>.self))
+        }
+        let acc = SIMD32<UInt16>(lowHalf: unsafeBitCast(lo, to: SIMD16<UInt16>.self), highHalf: unsafeBitCast(hi, to: SIMD16<UInt16>.self))
+        return SIMD32<UInt8>(truncatingIfNeeded: acc)
 #else
         var acc = SIMD32<UInt16>()
         for t in 0..<g.kernelWidth {
@@ -158,13 +169,15 @@ public struct u8_maxpool2d_rows {
     }
 }
 
-/// Lane-wise unsigned byte maxima: `vpmaxub` on AVX-512 targets (the generic comparison and blend
-/// on uint8 lanes is not vectorized).
+/// Lane-wise unsigned byte maxima: `vpmaxub` on AVX-512 and AVX2 targets (the generic comparison and
+/// blend on uint8 lanes is not vectorized).
 @inline(__always)
 func u8Max(_ a: SIMD64<UInt8>, _ b: SIMD64<UInt8>) -> SIMD64<UInt8> {
 #if GLIMPSE_VNNI
     return unsafeBitCast(glimpse_max_u8_512(unsafeBitCast(a, to: SIMD8<Int64>.self), unsafeBitCast(b, to: SIMD8<Int64>.self)),
                          to: SIMD64<UInt8>.self)
+#elseif GLIMPSE_AVX2
+    return SIMD64<UInt8>(lowHalf: u8Max(a.lowHalf, b.lowHalf), highHalf: u8Max(a.highHalf, b.highHalf))
 #else
     return a.replacing(with: b, where: a .< b)
 #endif
@@ -175,6 +188,9 @@ func u8Max(_ a: SIMD32<UInt8>, _ b: SIMD32<UInt8>) -> SIMD32<UInt8> {
 #if GLIMPSE_VNNI
     return unsafeBitCast(glimpse_max_u8_256(unsafeBitCast(a, to: SIMD4<Int64>.self), unsafeBitCast(b, to: SIMD4<Int64>.self)),
                          to: SIMD32<UInt8>.self)
+#elseif GLIMPSE_AVX2
+    return unsafeBitCast(glimpse_max_u8_avx2_256(unsafeBitCast(a, to: SIMD4<Int64>.self), unsafeBitCast(b, to: SIMD4<Int64>.self)),
+                         to: SIMD32<UInt8>.self)
 #else
     return a.replacing(with: b, where: a .< b)
 #endif
@@ -184,6 +200,9 @@ func u8Max(_ a: SIMD32<UInt8>, _ b: SIMD32<UInt8>) -> SIMD32<UInt8> {
 func u8Max(_ a: SIMD16<UInt8>, _ b: SIMD16<UInt8>) -> SIMD16<UInt8> {
 #if GLIMPSE_VNNI
     return unsafeBitCast(glimpse_max_u8_128(unsafeBitCast(a, to: SIMD2<Int64>.self), unsafeBitCast(b, to: SIMD2<Int64>.self)),
+                         to: SIMD16<UInt8>.self)
+#elseif GLIMPSE_AVX2
+    return unsafeBitCast(glimpse_max_u8_avx2_128(unsafeBitCast(a, to: SIMD2<Int64>.self), unsafeBitCast(b, to: SIMD2<Int64>.self)),
                          to: SIMD16<UInt8>.self)
 #else
     return a.replacing(with: b, where: a .< b)

@@ -82,14 +82,13 @@ enum Routes {
         }
 
         router.get("/healthz") { _, _ -> Response in
-            json(["status": "ok"], status: .ok)
+            let (status, body) = InlineRoutes.health()
+            return json(body, status: status)
         }
 
         router.get("/readyz") { _, _ -> Response in
-            let models = service.registry.all.count
-            let ready = models > 0 && !state.draining
-            return json(["ready": .bool(ready), "models": .int(models), "draining": .bool(state.draining)],
-                        status: ready ? .ok : .serviceUnavailable)
+            let (status, body) = InlineRoutes.readiness(service: service, state: state)
+            return json(body, status: status)
         }
 
         router.get("/metrics") { _, _ -> Response in

@@ -1,3 +1,4 @@
+import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -12,10 +13,27 @@ import NIOTLS
 ///
 /// HTTP/2 runs on our own pipeline rather than Hummingbird's `HTTP2Channel` so that the SETTINGS we
 /// advertise (`HTTP2Options`) and the drain behaviour (`HTTP2ConnectionManager`) are ours to choose.
-/// Each HTTP/2 stream is answered by the same responder as an HTTP/1.1 request.
+/// `HTTP2FrameResponder` answers each connection's requests from its frames, with the same router as
+/// HTTP/1.1; with `HTTP2Options.streamChannels`, each stream gets a child channel and a task instead,
+/// answered by Hummingbird's HTTP handling like an HTTP/1.1 request.
 struct GlimpseHTTPChannel: HTTPChannelHandler {
     typealias Streams = NIOHTTP2Handler.AsyncStreamMultiplexer<NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>>
-    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, Streams>
+    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Connection>
+
+    enum HTTP2Connection: Sendable {
+        /// One child channel per stream (`HTTP2Options.streamChannels`).
+        case streams(Streams)
+        /// `HTTP2FrameResponder` answers on the connection's channel.
+        case frames(any Channel)
+    }
+
+    /// What `HTTP2FrameResponder` needs besides the options.
+    struct FrameServing: Sendable {
+        let responder: RouterResponder<BasicRequestContext>
+        let inline: InlineRoutes
+        let maxBody: Int
+        let logger: Logger
+    }
 
     struct Value: ServerChildChannelValue {
         let negotiated: EventLoopFuture<Negotiated>
@@ -26,9 +44,10 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
     let http2: HTTP2Options
     let tls: NIOSSLContext?
     let timeouts: ConnectionTimeouts
+    let frames: FrameServing
     var responder: Responder { http1.responder }
 
-    init(responder: @escaping Responder, http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts) {
+    init(responder: @escaping Responder, http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts, frames: FrameServing) {
         let headTimeout = timeouts.header
         self.http1 = HTTP1Channel(responder: responder, configuration: .init(
             additionalChannelHandlers: [RequestHeadTimeout(timeout: headTimeout)],
@@ -36,6 +55,7 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
         self.http2 = http2
         self.tls = tls
         self.timeouts = timeouts
+        self.frames = frames
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -66,21 +86,32 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
         }
     }
 
-    private func setupHTTP2(channel: any Channel) -> EventLoopFuture<Streams> {
+    private func setupHTTP2(channel: any Channel) -> EventLoopFuture<HTTP2Connection> {
         channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            let configuration = http2.handlerConfiguration
+            guard http2.streamChannels else {
+                let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle,
+                                                     gracefulCloseTimeout: timeouts.gracefulClose, countsStreamEvents: true)
+                try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration.connection,
+                                                    streamConfiguration: configuration.stream))
+                try sync.addHandler(manager)
+                try sync.addHandler(HTTP2FrameResponder(responder: frames.responder, inline: frames.inline, maxBody: frames.maxBody,
+                                                        http2: http2, logger: frames.logger))
+                return .frames(channel)
+            }
             let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle, gracefulCloseTimeout: timeouts.gracefulClose)
-            let streams = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
-                mode: .server, streamDelegate: manager.streamDelegate, configuration: http2.handlerConfiguration
+            let streams = try sync.configureAsyncHTTP2Pipeline(
+                mode: .server, streamDelegate: manager.streamDelegate, configuration: configuration
             ) { stream in
                 stream.eventLoop.makeCompletedFuture {
                     try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPServerCodec())
                     return try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(wrappingChannelSynchronously: stream)
                 }
             }
-            let sync = channel.pipeline.syncOperations
             let http2Handler = try sync.handler(type: NIOHTTP2Handler.self)
             try sync.addHandler(manager, position: .after(http2Handler))
-            return streams
+            return .streams(streams)
         }
     }
 
@@ -89,7 +120,9 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
             switch try await value.negotiated.get() {
             case .http1_1(let connection):
                 await http1.handle(value: connection, logger: logger)
-            case .http2(let streams):
+            case .http2(.frames(let channel)):
+                try await channel.closeFuture.get()
+            case .http2(.streams(let streams)):
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await stream in streams.inbound {
                         group.addTask { await self.handleHTTP(asyncChannel: stream, logger: logger) }
@@ -104,9 +137,10 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
 
 extension HTTPServerBuilder {
     /// Glimpse's HTTP/1.1 + HTTP/2 server, in clear text or over TLS.
-    static func glimpse(http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts) -> HTTPServerBuilder {
+    static func glimpse(http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts,
+                        frames: GlimpseHTTPChannel.FrameServing) -> HTTPServerBuilder {
         .init { responder in
-            GlimpseHTTPChannel(responder: responder, http2: http2, tls: tls, timeouts: timeouts)
+            GlimpseHTTPChannel(responder: responder, http2: http2, tls: tls, timeouts: timeouts, frames: frames)
         }
     }
 }

@@ -21,9 +21,13 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     private let idleTimeout: TimeAmount?
     private let gracefulCloseTimeout: TimeAmount
     private let eventLoop: any EventLoop
+    /// Whether streams are counted from the protocol handler's events (no stream multiplexer, so no
+    /// `streamDelegate`).
+    private let countsStreamEvents: Bool
 
-    init(eventLoop: any EventLoop, idleTimeout: TimeAmount?, gracefulCloseTimeout: TimeAmount) {
+    init(eventLoop: any EventLoop, idleTimeout: TimeAmount?, gracefulCloseTimeout: TimeAmount, countsStreamEvents: Bool = false) {
         self.eventLoop = eventLoop
+        self.countsStreamEvents = countsStreamEvents
         self.idleTimeout = idleTimeout
         self.gracefulCloseTimeout = gracefulCloseTimeout
     }
@@ -53,6 +57,13 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
             perform(state.quiesce(ping: Self.newPing()))
         case let e as ChannelEvent where e == .inputClosed:
             perform(state.inputClosed())
+        case let e as NIOHTTP2StreamCreatedEvent where countsStreamEvents:
+            streamCreated(e.streamID)
+        case let e as StreamClosedEvent where countsStreamEvents:
+            // After the handlers behind this one have seen it: the close may be carried out on the next tick.
+            context.fireUserInboundEventTriggered(event)
+            streamClosed(e.streamID)
+            return
         default:
             break
         }

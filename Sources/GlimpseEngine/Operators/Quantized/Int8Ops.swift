@@ -122,8 +122,11 @@ public final class Int8GlobalAveragePoolOp: Operator {
         let pool = QU8GlobalAveragePool(zx: inputZeroPoint, zy: outputZeroPoint,
                                         scale: inputScale / (outputScale * Float(max(size, 1))))
         let src = UnsafePointer(x.pointer(as: UInt8.self)), dst = ctx.outputs[0].pointer(as: UInt8.self)
-        return ClosureKernel { _ in
-            for p in 0..<planes { dst[p] = pool.run(src + p * size, count: size) }
+        let parts = x.count >= 16_384 ? min(planes, 8) : 1
+        return ClosureKernel { threads in
+            threads.parallelFor(parts) { part in
+                for p in planes * part / parts..<planes * (part + 1) / parts { dst[p] = pool.run(src + p * size, count: size) }
+            }
         }
     }
 }
@@ -190,9 +193,14 @@ public final class Int8MatMulOp: Operator {
         let w = UnsafePointer(packed.bytes.assumingMemoryBound(to: Int8.self))
         return ClosureKernel { pool in
             withExtendedLifetime((packed, requant)) {
-                pool.parallelTasks(rows) { r, thread in
+                // Fewer rows than threads (one image): each row in parts of 8 column blocks (128
+                // columns), so every thread has a share of the weights to read.
+                let parts = rows < pool.threads ? max(1, (gemv.blocks + 7) / 8) : 1
+                pool.parallelTasks(rows * parts) { task, thread in
+                    let r = task / parts, p = task % parts
                     let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
-                    gemv.runRow(x: src + r * gemv.k, packed: w, requant: rq, y: dst + r * gemv.n, padded: scratch)
+                    gemv.runRow(x: src + r * gemv.k, packed: w, requant: rq, y: dst + r * gemv.n, padded: scratch,
+                                blocks: parts == 1 ? nil : 8 * p..<8 * (p + 1))
                 }
             }
         }

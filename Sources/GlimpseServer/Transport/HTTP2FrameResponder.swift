@@ -1,0 +1,245 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import Synchronization
+
+/// Answers an HTTP/2 connection's requests from its frames, on the connection's event loop: no
+/// child channel, pipeline or task per stream, and one flush for all the responses ready at once.
+///
+/// `HTTP2RequestAssembler` collects each request. Requests the server answers without waiting
+/// (`InlineRoutes`: health and readiness) are answered in place; every other request runs the
+/// router in a task, whose response is written back on the event loop. A reset stream cancels its
+/// task; a closed connection cancels them all.
+final class HTTP2FrameResponder: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private var assembler: HTTP2RequestAssembler
+    private let responder: RouterResponder<BasicRequestContext>
+    private let inline: InlineRoutes
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    /// Requests running in tasks, by stream.
+    private var running: [HTTP2StreamID: Task<Void, Never>] = [:]
+    private var flushScheduled = false
+    private var reading = false
+    private var wroteWhileReading = false
+
+    init(responder: RouterResponder<BasicRequestContext>, inline: InlineRoutes, maxBody: Int, http2: HTTP2Options, logger: Logger) {
+        self.responder = responder
+        self.inline = inline
+        self.logger = logger
+        self.assembler = HTTP2RequestAssembler(maxBody: maxBody, streamWindow: http2.initialWindowSize,
+                                               connectionWindow: http2.connectionWindowSize)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if let credit = assembler.initialConnectionCredit {
+            perform(credit, context: context)
+            context.flush()
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelAll()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelAll()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reading = true
+        for action in assembler.receive(unwrapInboundIn(data)) { perform(action, context: context) }
+        if case .rstStream = unwrapInboundIn(data).payload {
+            running.removeValue(forKey: unwrapInboundIn(data).streamID)?.cancel()
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        if wroteWhileReading {
+            wroteWhileReading = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let e as NIOHTTP2WindowUpdatedEvent:
+            if let size = e.inboundWindowSize, let credit = assembler.windowChanged(e.streamID, inboundWindow: size) {
+                perform(credit, context: context)
+                scheduleFlush(context)
+            }
+        case let e as StreamClosedEvent:
+            assembler.streamClosed(e.streamID)
+            running.removeValue(forKey: e.streamID)?.cancel()
+        default:
+            break
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: actions
+
+    private func perform(_ action: HTTP2RequestAssembler.Action, context: ChannelHandlerContext) {
+        switch action {
+        case .dispatch(let id, let head, let body):
+            dispatch(id, head: head, body: RequestBody(buffer: body), context: context)
+        case .dispatchTooLarge(let id, let head):
+            dispatch(id, head: head, body: nil, context: context)
+        case .resetMalformed(let id):
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+            noteWrite(context)
+        case .windowUpdate(let id, let increment):
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
+        }
+    }
+
+    /// Answers a request; `body` nil: its body was over the limit, and reading it fails, so its
+    /// route answers with its own "too large" error.
+    private func dispatch(_ id: HTTP2StreamID, head: HTTPRequest, body: RequestBody?, context: ChannelHandlerContext) {
+        if let answer = inline.answer(head) {
+            write(answer.head, body: answer.body, to: id, method: head.method, context: context)
+            return
+        }
+        let request = Request(head: head, body: body ?? RequestBody(asyncSequence: TooLargeBody()))
+        let method = head.method
+        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
+        let responder = self.responder, logger = self.logger
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        let task = Task {
+            let answer = await respondCollecting(request, context: requestContext, responder: responder, logger: logger)
+            loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
+        }
+        running[id] = task
+    }
+
+    /// A task's response is ready: written unless its stream was reset meanwhile.
+    private func finish(_ id: HTTP2StreamID, head: HTTPResponse, body: ByteBuffer, method: HTTPRequest.Method) {
+        guard let context, running.removeValue(forKey: id) != nil else { return }
+        write(head, body: body, to: id, method: method, context: context)
+        scheduleFlush(context)
+    }
+
+    /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2).
+    private static let connectionFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+
+    private func write(_ head: HTTPResponse, body: ByteBuffer, to id: HTTP2StreamID, method: HTTPRequest.Method,
+                       context: ChannelHandlerContext) {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(head.headerFields.count + 3)
+        headers.add(name: ":status", value: String(head.status.code))
+        for field in head.headerFields where !Self.connectionFields.contains(field.name.canonicalName) {
+            headers.add(name: field.name.canonicalName, value: field.value)
+        }
+        if head.headerFields[.contentLength] == nil { headers.add(name: "content-length", value: String(body.readableBytes)) }
+        headers.add(name: "date", value: HTTPDate.now)
+        headers.add(name: "server", value: "glimpse")
+        let empty = body.readableBytes == 0 || method == .head
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: empty)))), promise: nil)
+        if !empty {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
+        }
+        noteWrite(context)
+    }
+
+    private func noteWrite(_ context: ChannelHandlerContext) {
+        if reading { wroteWhileReading = true } else { scheduleFlush(context) }
+    }
+
+    /// One flush for every response written before the event loop's next turn.
+    private func scheduleFlush(_ context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            handler.flushScheduled = false
+            handler.context?.flush()
+        }
+    }
+
+    private func cancelAll() {
+        for task in running.values { task.cancel() }
+        running.removeAll()
+    }
+}
+
+private struct Answer: Sendable {
+    let head: HTTPResponse
+    let body: ByteBuffer
+}
+
+/// The router's response, with its body collected (every Glimpse route answers with one buffer).
+private func respondCollecting(_ request: Request, context: BasicRequestContext, responder: RouterResponder<BasicRequestContext>,
+                               logger: Logger) async -> Answer {
+    do {
+        let response = try await responder.respond(to: request, context: context)
+        let collector = BodyCollector()
+        try await response.body.write(collector.writer)
+        return Answer(head: response.head, body: collector.buffer)
+    } catch {
+        logger.debug("request failed", metadata: ["error": "\(error)"])
+        return Answer(head: HTTPResponse(status: .internalServerError, headerFields: [.contentLength: "0"]), body: ByteBuffer())
+    }
+}
+
+/// The body of a request over the size limit: reading it fails.
+private struct TooLargeBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    struct TooLarge: Error {}
+    struct AsyncIterator: AsyncIteratorProtocol {
+        mutating func next() async throws -> ByteBuffer? { throw TooLarge() }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+}
+
+/// Collects a response body's buffers.
+private final class BodyCollector: @unchecked Sendable {
+    var buffer = ByteBuffer()
+
+    var writer: Writer { Writer(collector: self) }
+
+    struct Writer: ResponseBodyWriter {
+        let collector: BodyCollector
+        mutating func write(_ buffer: ByteBuffer) async throws {
+            var buffer = buffer
+            collector.buffer.writeBuffer(&buffer)
+        }
+        consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
+    }
+}
+
+/// The `date` header's value (RFC 9110 §5.6.7), formatted at most once a second.
+enum HTTPDate {
+    private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
+
+    static var now: String {
+        let second = Int(Date().timeIntervalSince1970)
+        return cache.withLock { c in
+            if c.second != second { c = (second, format(second)) }
+            return c.text
+        }
+    }
+
+    static func format(_ second: Int) -> String {
+        var t = time_t(second)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}
