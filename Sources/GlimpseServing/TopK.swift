@@ -7,8 +7,27 @@ public enum TopK {
     public static func select(scores: [Float], k: Int) -> [(index: Int, score: Float)] {
         guard !scores.isEmpty else { return [] }
         let probabilities = isDistribution(scores) ? scores : softmax(scores)
-        let order = probabilities.indices.sorted { probabilities[$0] > probabilities[$1] || (probabilities[$0] == probabilities[$1] && $0 < $1) }
-        return order.prefix(max(0, k)).map { ($0, probabilities[$0]) }
+        let k = min(max(0, k), probabilities.count)
+        /// Higher probability first, the lower index first among equals.
+        func before(_ a: Int, _ b: Int) -> Bool {
+            probabilities[a] > probabilities[b] || (probabilities[a] == probabilities[b] && a < b)
+        }
+        if k * 8 >= probabilities.count {
+            return probabilities.indices.sorted(by: before).prefix(k).map { ($0, probabilities[$0]) }
+        }
+        // A few of many (top 5 of 1,000 classes): one pass keeping the best k in order.
+        var best: [Int] = []
+        best.reserveCapacity(k)
+        for i in probabilities.indices {
+            if best.count == k {
+                guard let last = best.last, before(i, last) else { continue }
+                best.removeLast()
+            }
+            var position = best.count
+            while position > 0 && before(i, best[position - 1]) { position -= 1 }
+            best.insert(i, at: position)
+        }
+        return best.map { ($0, probabilities[$0]) }
     }
 
     static func isDistribution(_ v: [Float]) -> Bool {

@@ -92,6 +92,7 @@ def main():
     p.add_argument("--seconds", type=float, default=8)
     p.add_argument("--requests", type=int, default=200000)
     p.add_argument("--server", default=".build/release/glimpse", help="the glimpse executable to measure")
+    p.add_argument("--compare-flags", default="", help="also measure a server started with these serve flags")
     a = p.parse_args()
     secs = int(a.seconds)
     work = tempfile.mkdtemp(prefix="glimpse-bench-serving-")
@@ -137,17 +138,17 @@ def main():
             bodies[name] = os.path.join(work, f"{name}.json")
             json.dump(body, open(bodies[name], "w"))
 
-        port = free_port()
-        log = open(os.path.join(work, "serve.log"), "w")
-        server = subprocess.Popen([a.server, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        procs.append(server)
-        for _ in range(600):
-            if "listening on" in open(os.path.join(work, "serve.log")).read():
-                break
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("the server did not start:\n" + open(os.path.join(work, "serve.log")).read())
+        def start_server(flags):
+            port = free_port()
+            log_path = os.path.join(work, f"serve-{port}.log")
+            server = subprocess.Popen([a.server, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models] + flags,
+                                      stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+            procs.append(server)
+            for _ in range(600):
+                if "listening on" in open(log_path).read():
+                    return server, port
+                time.sleep(0.1)
+            raise RuntimeError("the server did not start:\n" + open(log_path).read())
 
         docs = os.path.join(work, "htdocs")
         os.makedirs(docs)
@@ -157,39 +158,50 @@ def main():
         procs.append(nghttpd)
         time.sleep(0.5)
 
-        url = f"http://127.0.0.1:{port}"
         n = str(a.requests)
         json_header = ["-H", "content-type: application/json"]
         rows = []
 
-        def h2(pid, label, args, model=None):
+        def h2(pid, port, label, args, model=None):
             engine_before = engine_cpu(metrics(port), model) if model else (0, 0)
             (rate, ok, failed, s2xx), cpu, _ = measure(pid, lambda: h2load(args, secs))
             engine_after = engine_cpu(metrics(port), model) if model else (0, 0)
             rows.append((label, rate, ok, failed, cpu, ok, engine_after[0] - engine_before[0], engine_after[1] - engine_before[1]))
 
-        def gl(label, model, folder):
+        def gl(pid, port, label, model, folder):
             engine_before = engine_cpu(metrics(port), model)
-            before = cpu_seconds(server.pid)
+            before = cpu_seconds(pid)
             # glimpse-load's JSON counts only the measured period; CPU is sampled around the whole run
             # (warm-up included), so requests are estimated from the rate over the run's length.
-            start = time.monotonic()
             rate, ok, errors = glimpse_load(port, model, folder, secs)
-            cpu = cpu_seconds(server.pid) - before
+            cpu = cpu_seconds(pid) - before
             engine_after = engine_cpu(metrics(port), model)
             images = engine_after[1] - engine_before[1]
             rows.append((label, rate, ok, errors, cpu, images, engine_after[0] - engine_before[0], images))
 
-        h2(server.pid, "GET /healthz, Glimpse h2c (h2load -c 2 -m 64)", ["-n", n, "-c", "2", "-m", "64", f"{url}/healthz"])
-        h2(server.pid, "GET /healthz, Glimpse HTTP/1.1 (h2load --h1 -c 16)", ["--h1", "-n", n, "-c", "16", f"{url}/healthz"])
-        h2(nghttpd.pid, "GET /healthz, nghttpd h2c, 16-byte file (h2load -c 2 -m 64)", ["-n", n, "-c", "2", "-m", "64", f"http://127.0.0.1:{nport}/healthz"])
-        for name, model, folder in (("digit", "mnist-8", folders["digit"]), ("kitten", "squeezenet1.1", folders["kitten"])):
-            gl(f"classify {model}, h2c (glimpse-load -c 2 --concurrency 64)", model, folder)
-            h2(server.pid, f"classify {model}, h2c (h2load -c 2 -m 32)", ["-n", n, "-c", "2", "-m", "32", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
-            h2(server.pid, f"classify {model}, HTTP/1.1 (h2load --h1 -c 16)", ["--h1", "-n", n, "-c", "16", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
+        configurations = [[]] + ([a.compare_flags.split()] if a.compare_flags.strip() else [])
+        for flags in configurations:
+            server, port = start_server(flags)
+            tag = f" [{' '.join(flags)}]" if flags else ""
+            url = f"http://127.0.0.1:{port}"
+            pid = server.pid
+            h2(pid, port, f"GET /healthz, Glimpse h2c (h2load -c 2 -m 64){tag}", ["-n", n, "-c", "2", "-m", "64", f"{url}/healthz"])
+            h2(pid, port, f"GET /healthz, Glimpse HTTP/1.1 (h2load --h1 -c 16){tag}", ["--h1", "-n", n, "-c", "16", f"{url}/healthz"])
+            if not flags:
+                h2(nghttpd.pid, 0, "GET /healthz, nghttpd h2c, 16-byte file (h2load -c 2 -m 64)",
+                   ["-n", n, "-c", "2", "-m", "64", f"http://127.0.0.1:{nport}/healthz"])
+            for name, model, folder in (("digit", "mnist-8", folders["digit"]), ("kitten", "squeezenet1.1", folders["kitten"])):
+                gl(pid, port, f"classify {model}, h2c (glimpse-load -c 2 --concurrency 64){tag}", model, folder)
+                h2(pid, port, f"classify {model}, h2c (h2load -c 2 -m 32){tag}",
+                   ["-n", n, "-c", "2", "-m", "32", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
+                h2(pid, port, f"classify {model}, HTTP/1.1 (h2load --h1 -c 16){tag}",
+                   ["--h1", "-n", n, "-c", "16", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
 
         load = open("/proc/loadavg").read().split()[0]
-        print(f"tools/bench-serving/run.sh --seconds {secs} --requests {a.requests}")
+        compare = f' --compare-flags "{a.compare_flags}"' if a.compare_flags.strip() else ""
+        print(f"tools/bench-serving/run.sh --seconds {secs} --requests {a.requests}{compare}")
         print(f"{os.cpu_count()} cores; load average (1 min) at the end: {load}; server CPU from /proc/PID/stat around each step\n")
         print("| request | req/s | answered OK | failed | server CPU µs / request | engine CPU µs / image | outside the engine µs / request |")
         print("|---|---:|---:|---:|---:|---:|---:|")

@@ -8,9 +8,12 @@
 #     glimpse_energy_joules_total / glimpse_energy_watts_per_core) and the rest ("outside the engine").
 #
 #   tools/bench-serving/run.sh [--seconds 8] [--requests 200000] [--no-build] [--server PATH]
+#                              [--compare-flags "FLAGS"]
 #
 # --server measures another glimpse executable (a copy of an earlier release build) with the same
-# clients.
+# clients. --compare-flags runs every Glimpse row twice, the second time with a server started with
+# FLAGS added to `glimpse serve` (e.g. "--http2-stream-channels", the earlier HTTP/2 transport), the two
+# servers one after the other in the same run.
 #
 # Release build, loopback only; every load step is bounded in requests and time. The server's CPU comes
 # from /proc/PID/stat (user + system) around each step.
@@ -20,9 +23,11 @@ source tools/lib/bench.sh
 seconds=8
 requests=200000
 server_path=.build/release/glimpse
-parse_options --seconds=seconds --requests=requests --server=server_path -- "$@"
+compare_flags=
+parse_options --seconds=seconds --requests=requests --server=server_path --compare-flags=compare_flags -- "$@"
 for tool in h2load nghttpd; do
   command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh --test" >&2; exit 1; }
 done
 if [ "$build" = 1 ]; then build_release; fi
-exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests" --server "$server_path"
+exec python3 tools/bench-serving/bench.py --seconds "$seconds" --requests "$requests" --server "$server_path" \
+  --compare-flags="$compare_flags"
