@@ -166,11 +166,6 @@ public final class InferenceService: Sendable {
         }
     }
 
-    /// Images decoded in the calling task rather than on the decode pool: at most this many encoded
-    /// bytes and declared pixels (64×64).
-    static let inlineDecodeMaxBytes = 16 << 10
-    static let inlineDecodeMaxPixels = 64 * 64
-
     func classifyOne(_ bytes: [UInt8], model: LoadedModel, reason: String, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
         let start = monotonicNanos()
         let spec = model.metadata.preprocessing
@@ -178,7 +173,7 @@ public final class InferenceService: Sendable {
         let limits = configuration.imageLimits, options = configuration.decodeOptions
         var incoming = true
         defer { if incoming { queue.incomingArrived() } }
-        let decode = { @Sendable () throws -> (Tensor, ImageInfo, UInt64) in
+        let (tensor, info, work) = try await decodePool.run { () throws -> (Tensor, ImageInfo, UInt64) in
             let began = monotonicNanos()
             let tensor = Tensor(shape: Shape(queue.itemShape), dtype: queue.inputDType)
             guard tensor.byteCount == spec.byteCount else {
@@ -189,11 +184,6 @@ public final class InferenceService: Sendable {
             }
             return (tensor, info, monotonicNanos() - began)
         }
-        // A tiny image (a 28×28 digit, a 32×32 CIFAR photo) decodes in less time than two thread
-        // hops to the decode pool and back take; larger ones go to the pool.
-        let small = bytes.count <= Self.inlineDecodeMaxBytes
-            && bytes.withUnsafeBytes { ImagePipeline.declaredPixels($0) ?? .max } <= Self.inlineDecodeMaxPixels
-        let (tensor, info, work) = small ? try decode() : try await decodePool.run(decode)
         let decoded = monotonicNanos()
         incoming = false
         queue.incomingArrived()
