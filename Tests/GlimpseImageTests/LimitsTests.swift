@@ -84,4 +84,5 @@ final class LimitsTests: XCTestCase {
         XCTAssertEqual(scientific(1e8), "1.0e8")
         XCTAssertEqual(scientific(99_960_000), "1.0e8")
         XCTAssertEqual(scientific(65536), "6.6e4")
-    }}
+    }
+}
