@@ -69,4 +69,3 @@ func scientific(_ value: Double) -> String {
     if tenths >= 100 { tenths /= 10; exponent += 1 }
     return "\(tenths / 10).\(tenths % 10)e\(exponent)"
 }
-
