@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Two glimpse builds side by side: server CPU per classify request, in alternating rounds.
+
+    python3 tools/bench-serving/ab.py A_BINARY B_BINARY [--rounds 8] [--requests 20000] [--image PATH]
+                                      [--model mnist-8] [--preprocessing mnist]
+
+Both servers run at once (loopback, their own ports) with only MODEL loaded from the shared models;
+each round sends REQUESTS JSON-RPC classify calls of IMAGE to each server with h2load (-c 2 -m 32),
+the order alternating from round to round, and reads the server's CPU (user + system, /proc/PID/stat)
+around them. Prints each build's median req/s and CPU µs per request, and the median and range of the
+per-round CPU ratio B/A: a paired figure that a noisy shared host moves less than either alone.
+Every step is bounded by its request count and a timeout.
+"""
+import argparse, base64, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--requests", type=int, default=20000)
+    p.add_argument("--image", default=os.path.join(SHARED, "images", "digits", "torchserve_0.png"))
+    p.add_argument("--model", default="mnist-8")
+    p.add_argument("--preprocessing", default="mnist")
+    a = p.parse_args()
+    work = tempfile.mkdtemp(prefix="glimpse-ab-")
+    procs = []
+    try:
+        models = os.path.join(work, "models")
+        os.makedirs(models)
+        os.symlink(os.path.join(SHARED, "models", a.model + ".onnx"), os.path.join(models, a.model + ".onnx"))
+        json.dump({"preprocessing": a.preprocessing}, open(os.path.join(models, a.model + ".json"), "w"))
+        body = os.path.join(work, "body.json")
+        json.dump({"jsonrpc": "2.0", "id": 1, "method": "classify",
+                   "params": {"image": base64.b64encode(open(a.image, "rb").read()).decode(), "model": a.model, "top_k": 1}},
+                  open(body, "w"))
+        ports = []
+        for binary in (a.a, a.b):
+            port = free_port()
+            log = os.path.join(work, f"serve-{port}.log")
+            procs.append(subprocess.Popen([binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models],
+                                          stdout=open(log, "w"), stderr=subprocess.STDOUT))
+            for _ in range(600):
+                if "listening on" in open(log).read():
+                    break
+                time.sleep(0.1)
+            else:
+                raise RuntimeError(f"{binary} did not start:\n" + open(log).read())
+            ports.append(port)
+
+        def load(port, n):
+            out = subprocess.run(["h2load", "-n", str(n), "-c", "2", "-m", "32", "-d", body, "-H", "content-type: application/json",
+                                  f"http://127.0.0.1:{port}/rpc"], capture_output=True, text=True, timeout=300).stdout
+            found = re.search(r"(\d+) succeeded", out)
+            if not found:
+                raise RuntimeError("h2load gave no summary:\n" + out)
+            return int(found.group(1))
+
+        for port in ports:
+            load(port, a.requests // 4)  # warm-up: plans, calibration of the sizes the load uses
+        results = ([], [])
+        for r in range(a.rounds):
+            for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+                before, start = cpu_seconds(procs[i].pid), time.monotonic()
+                ok = load(ports[i], a.requests)
+                elapsed, cpu = time.monotonic() - start, cpu_seconds(procs[i].pid) - before
+                results[i].append((ok / elapsed, cpu / max(ok, 1) * 1e6))
+
+        def median(v):
+            v = sorted(v)
+            return v[len(v) // 2]
+
+        for name, rows in zip((a.a, a.b), results):
+            rates, cpus = [x[0] for x in rows], [x[1] for x in rows]
+            print(f"{name}: req/s median {median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f}), "
+                  f"CPU µs/request median {median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})")
+        ratios = [b[1] / a_[1] for a_, b in zip(*results)]
+        print(f"CPU per request B/A, per round: median {median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}), {a.rounds} rounds")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
