@@ -11,21 +11,12 @@ around them. Prints each build's median req/s and CPU µs per request, and the m
 per-round CPU ratio B/A: a paired figure that a noisy shared host moves less than either alone.
 Every step is bounded by its request count and a timeout.
 """
-import argparse, base64, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, base64, json, os, re, subprocess, sys, tempfile, time
+
+from bench import cpu_seconds, start_server, stop_all
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
@@ -49,19 +40,7 @@ def main():
         json.dump({"jsonrpc": "2.0", "id": 1, "method": "classify",
                    "params": {"image": base64.b64encode(open(a.image, "rb").read()).decode(), "model": a.model, "top_k": 1}},
                   open(body, "w"))
-        ports = []
-        for binary in (a.a, a.b):
-            port = free_port()
-            log = os.path.join(work, f"serve-{port}.log")
-            procs.append(subprocess.Popen([binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models],
-                                          stdout=open(log, "w"), stderr=subprocess.STDOUT))
-            for _ in range(600):
-                if "listening on" in open(log).read():
-                    break
-                time.sleep(0.1)
-            else:
-                raise RuntimeError(f"{binary} did not start:\n" + open(log).read())
-            ports.append(port)
+        ports = [start_server(binary, models, work, procs)[1] for binary in (a.a, a.b)]
 
         def load(port, n):
             out = subprocess.run(["h2load", "-n", str(n), "-c", "2", "-m", "32", "-d", body, "-H", "content-type: application/json",
@@ -92,15 +71,7 @@ def main():
         ratios = [b[1] / a_[1] for a_, b in zip(*results)]
         print(f"CPU per request B/A, per round: median {median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}), {a.rounds} rounds")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        shutil.rmtree(work, ignore_errors=True)
-
+        stop_all(procs, work)
 
 if __name__ == "__main__":
     sys.exit(main())

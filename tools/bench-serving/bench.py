@@ -34,6 +34,33 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def start_server(binary, models, work, procs, flags=()):
+    """`binary serve` on a free loopback port with the models of `models`, appended to `procs`;
+    returns (process, port) once it listens (at most 60 s)."""
+    port = free_port()
+    log_path = os.path.join(work, f"serve-{port}.log")
+    server = subprocess.Popen([binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models] + list(flags),
+                              stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    procs.append(server)
+    for _ in range(600):
+        if "listening on" in open(log_path).read():
+            return server, port
+        time.sleep(0.1)
+    raise RuntimeError(f"{binary} did not start:\n" + open(log_path).read())
+
+
+def stop_all(procs, work):
+    """SIGTERM to each process still running (killed after 10 s), then the work folder removed."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def metrics(port):
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     values = {}
@@ -98,16 +125,6 @@ def main():
     work = tempfile.mkdtemp(prefix="glimpse-bench-serving-")
     procs = []
 
-    def stop():
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        shutil.rmtree(work, ignore_errors=True)
-
     try:
         # The models: mnist-8 and squeezenet1.1 from the shared test models.
         models = os.path.join(work, "models")
@@ -137,18 +154,6 @@ def main():
                     "params": {"image": base64.b64encode(open(image, "rb").read()).decode(), "model": model, "top_k": 1}}
             bodies[name] = os.path.join(work, f"{name}.json")
             json.dump(body, open(bodies[name], "w"))
-
-        def start_server(flags):
-            port = free_port()
-            log_path = os.path.join(work, f"serve-{port}.log")
-            server = subprocess.Popen([a.server, "serve", "--host", "127.0.0.1", "--port", str(port), "--models", models] + flags,
-                                      stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-            procs.append(server)
-            for _ in range(600):
-                if "listening on" in open(log_path).read():
-                    return server, port
-                time.sleep(0.1)
-            raise RuntimeError("the server did not start:\n" + open(log_path).read())
 
         docs = os.path.join(work, "htdocs")
         os.makedirs(docs)
@@ -181,7 +186,7 @@ def main():
 
         configurations = [[]] + ([a.compare_flags.split()] if a.compare_flags.strip() else [])
         for flags in configurations:
-            server, port = start_server(flags)
+            server, port = start_server(a.server, models, work, procs, flags)
             tag = f" [{' '.join(flags)}]" if flags else ""
             url = f"http://127.0.0.1:{port}"
             pid = server.pid
@@ -211,7 +216,7 @@ def main():
             outside = per - eng if eng is not None else None
             print(f"| {label} | {rate:,.0f} | {ok:,} | {failed:,} | {per:.1f} | {'' if eng is None else f'{eng:.1f}'} | {'' if outside is None else f'{outside:.1f}'} |")
     finally:
-        stop()
+        stop_all(procs, work)
 
 
 if __name__ == "__main__":

@@ -57,10 +57,9 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         reading = true
+        // A reset stream's task is cancelled on its `StreamClosedEvent`, which NIOHTTP2 sends for
+        // every stream that closes, reset or not.
         for action in assembler.receive(unwrapInboundIn(data)) { perform(action, context: context) }
-        if case .rstStream = unwrapInboundIn(data).payload {
-            running.removeValue(forKey: unwrapInboundIn(data).streamID)?.cancel()
-        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

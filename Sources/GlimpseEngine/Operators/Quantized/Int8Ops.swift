@@ -119,13 +119,13 @@ public final class Int8GlobalAveragePoolOp: Operator {
     public func makeKernel(_ ctx: KernelContext) throws -> any Kernel {
         guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let planes = x.shape[0] * x.shape[1], size = x.count / max(planes, 1)
-        let pool = QU8GlobalAveragePool(zx: inputZeroPoint, zy: outputZeroPoint,
-                                        scale: inputScale / (outputScale * Float(max(size, 1))))
+        let average = QU8GlobalAveragePool(zx: inputZeroPoint, zy: outputZeroPoint,
+                                           scale: inputScale / (outputScale * Float(max(size, 1))))
         let src = UnsafePointer(x.pointer(as: UInt8.self)), dst = ctx.outputs[0].pointer(as: UInt8.self)
         let parts = x.count >= 16_384 ? min(planes, 8) : 1
-        return ClosureKernel { threads in
-            threads.parallelFor(parts) { part in
-                for p in planes * part / parts..<planes * (part + 1) / parts { dst[p] = pool.run(src + p * size, count: size) }
+        return ClosureKernel { pool in
+            pool.parallelFor(parts) { part in
+                for p in planes * part / parts..<planes * (part + 1) / parts { dst[p] = average.run(src + p * size, count: size) }
             }
         }
     }
