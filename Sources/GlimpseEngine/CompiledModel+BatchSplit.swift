@@ -3,8 +3,10 @@ import GlimpseTensor
 /// Batch splitting, the run half (`BatchSplitting`): a batch runs either whole or as single items
 /// side by side, and under `.auto` the first runs of each batch size time both ways.
 extension CompiledModel {
-    /// Runs of one batch size that `.auto` spends timing both ways (a benchmark's warm-up covers them).
+    /// Runs of one batch size that `.auto` spends timing both ways at least, and at most (when the two
+    /// are close); a benchmark's warm-up runs until `splitsBatches(of:threads:)` has decided.
     public static let batchSplitTrialRuns = SplitTuning.trialRuns
+    public static let batchSplitMaxTrialRuns = SplitTuning.maxTrialRuns
 
     /// The way batches of `batch` items run on `threads` threads, once `.auto` has timed both:
     /// true when split into single items, false when run whole (always so when the items were not
@@ -151,8 +153,11 @@ struct BatchTail: Sendable {
 }
 
 /// `.auto`'s trial for one batch size and thread count. Runs alternate split and whole until each
-/// way has `timedRunsPerWay` timed runs; the way with the shorter best run is kept. The first run
-/// of each way is not timed: it builds plans and first touches their memory.
+/// way has `timedRunsPerWay` timed runs; the way with the shorter best run is kept. When the two
+/// bests are within `closeRatio` of each other, the trial goes on, up to `maxTimedRunsPerWay` each:
+/// with three runs a way, a slow phase of the host that caught the faster way's runs once picked
+/// the way 7–10% slower (mobilenetv2-int8, batch 8, two threads). The first run of each way is not
+/// timed: it builds plans and first touches their memory.
 struct SplitTuning: Sendable {
     struct Key: Hashable, Sendable {
         var batch: Int
@@ -160,8 +165,13 @@ struct SplitTuning: Sendable {
     }
 
     static let timedRunsPerWay = 3
-    /// Runs of one batch size before the choice is fixed (when runs do not overlap).
+    static let maxTimedRunsPerWay = 8
+    /// Bests closer than this ratio need more runs to tell apart.
+    static let closeRatio = 1.15
+    /// Runs of one batch size before the choice can be fixed (when runs do not overlap).
     static let trialRuns = 2 * (timedRunsPerWay + 1)
+    /// Runs of one batch size by which the choice is fixed.
+    static let maxTrialRuns = 2 * (maxTimedRunsPerWay + 1)
 
     private var started = 0
     private var bestSplit: Duration?
@@ -186,9 +196,10 @@ struct SplitTuning: Sendable {
             bestWhole = min(bestWhole ?? elapsed, elapsed)
             timedWhole += 1
         }
-        if timedSplit >= Self.timedRunsPerWay, timedWhole >= Self.timedRunsPerWay,
-           let bestSplit, let bestWhole {
-            decision = bestSplit < bestWhole
-        }
+        let runs = min(timedSplit, timedWhole)
+        guard runs >= Self.timedRunsPerWay, let bestSplit, let bestWhole else { return }
+        let (a, b) = (bestSplit / .nanoseconds(1), bestWhole / .nanoseconds(1))
+        let close = max(a, b) < Self.closeRatio * min(a, b)
+        if !close || runs >= Self.maxTimedRunsPerWay { decision = bestSplit < bestWhole }
     }
 }

@@ -38,7 +38,7 @@ final class BatchSplitTests: XCTestCase {
 
         func check(_ batch: Int, parallel: Bool, threads: Int) throws {
             XCTAssertNil(m.splitsBatches(of: batch, threads: threads), "undecided before the first runs")
-            for run in 0..<CompiledModel.batchSplitTrialRuns + 2 {
+            for run in 0..<CompiledModel.batchSplitMaxTrialRuns + 2 {
                 try assertBatchRunMatchesSingleRuns(m, input, batch: batch, parallel: parallel, singles: singles, "batch \(batch), run \(run)")
             }
             XCTAssertNotNil(m.splitsBatches(of: batch, threads: threads), "decided after the trial runs")

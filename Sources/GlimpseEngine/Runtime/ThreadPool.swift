@@ -25,6 +25,7 @@ public final class ThreadPool: @unchecked Sendable {
         for i in 1..<self.threads {
             let state = self.state
             let t = Thread {
+                nameCurrentThread("glimpse-eng-\(i)")
                 state.registerCurrentThreadClock()
                 state.workerLoop(thread: i)
             }

@@ -36,7 +36,11 @@ final class BatchQueue: @unchecked Sendable {
         self.onBatch = onBatch
         self.metrics = metrics
         for i in 0..<max(1, workers) {
-            let thread = Thread { [self] in self.workLoop() }
+            let name = "gb\(i)-\(model.name)"
+            let thread = Thread { [self] in
+                nameCurrentThread(name)
+                self.workLoop()
+            }
             thread.name = "glimpse-batch-\(model.name)-\(i)"
             thread.stackSize = 8 << 20
             thread.start()
