@@ -38,6 +38,12 @@ final class AllModelsParityTests: XCTestCase {
     /// Two threads: the fire modules' concatenations are written in place at batch 1.
     func testArchSqueezeNetTwoThreads() throws { try reference("arch/squeezenet1_1.onnx", "arch-squeezenet1_1", threads: 2) }
     func testMobileNetV2Int8() throws { try reference("mobilenetv2-int8.onnx", "mobilenetv2-int8") }
+    /// Whole batches on two and three threads: pointwise GEMMs whose tile count does not divide by
+    /// the threads split their leftover tiles by output rows (a 14×14 plane at batch 2: 13 tiles).
+    func testMobileNetV2Int8TwoAndThreeThreads() throws {
+        try reference("mobilenetv2-int8.onnx", "mobilenetv2-int8", threads: 2)
+        try reference("mobilenetv2-int8.onnx", "mobilenetv2-int8", threads: 3)
+    }
     /// Batches split into single items, one per thread (`BatchSplitting.always`).
     func testArchEfficientNetB0SplitBatch() throws {
         try reference("arch/efficientnet_b0.onnx", "arch-efficientnet_b0", threads: 2, splitting: .always)

@@ -41,11 +41,16 @@ def pct(x):
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
-def ideal_share(rate, mu_large, mu_small):
-    """The large variant's share that keeps the shared cores just saturated, clamped to [0, 1]."""
+# The server's safety margin (VariantSplit.Policy.margin): the split plans the cores at 95% of their time.
+MARGIN = 0.05
+
+
+def ideal_share(rate, mu_large, mu_small, margin=0.0):
+    """The large variant's share that keeps the shared cores just saturated, clamped to [0, 1]; with a
+    safety margin m, the share that keeps them at (1 − m) of their time (arrivals planned as λ/(1 − m))."""
     if rate <= 0 or mu_large <= 0 or mu_small <= mu_large:
         return 1.0
-    f = (1 / rate - 1 / mu_small) / (1 / mu_large - 1 / mu_small)
+    f = ((1 - margin) / rate - 1 / mu_small) / (1 / mu_large - 1 / mu_small)
     return min(1.0, max(0.0, f))
 
 
@@ -88,10 +93,13 @@ def main():
     labels = {"large": "static largest", "small": "static smallest", "switch": "all-or-nothing switching", "split": "split"}
     for factor in factors:
         rows = [(s, work / f"{s}-{factor}.json") for s in setups if (work / f"{s}-{factor}.json").exists()]
+        gaps = []
         if not rows:
             continue
         rate = float(factor) * mu_l
         f = ideal_share(rate, mu_l, mu_s) if cap_small else None
+        fm = ideal_share(rate, mu_l, mu_s, MARGIN) if cap_small else None
+        ideals = {}
         print()
         print(f"### {factor}x the capacity of {large}: {rate:.0f} req/s offered")
         print()
@@ -101,6 +109,10 @@ def main():
             if best in measured and worst in measured:
                 line += f", {100 * (f * measured[best] + (1 - f) * measured[worst]):.2f}% (measured accuracies)"
             print(line)
+            ideal_m = fm * acc[best] + (1 - fm) * acc[worst]
+            print(f"less the server's {100 * MARGIN:.0f}% safety margin (cores planned at {100 * (1 - MARGIN):.0f}%): f = {fm:.3f}; "
+                  f"{100 * ideal_m:.2f}% (manifest accuracies)")
+            ideals = {"no margin": ideal, f"{100 * MARGIN:.0f}% margin": ideal_m}
             print()
         print("| setup | `model` | offered req/s | within deadline | refused (-32000) | expired (-32001) | other errors | late answers "
               "| throughput img/s | p50 / p99 ms (answered) | variants served | mean served accuracy | effective accuracy |")
@@ -138,6 +150,10 @@ def main():
                   f"| {refused} | {expired} | {other}{f' ({transport} transport)' if transport else ''} | {late} "
                   f"| {r['achievedRate']:.0f} | {r['latency']['p50']:.1f} / {r['latency']['p99']:.1f} | {mix}{note} "
                   f"| {pct(served_accuracy(variants, acc))} | **{pct(r.get('effectiveAccuracy'))}** |")
+            if setup == "split" and ideals and r.get("effectiveAccuracy") is not None:
+                gaps.append(", ".join(f"{100 * (r['effectiveAccuracy'] - v):+.2f} points against the ideal with {k}" for k, v in ideals.items()))
+        for g in gaps:
+            print(f"\nsplit's effective accuracy: {g}")
 
     path = work / "recovery.json"
     if path.exists():

@@ -25,6 +25,8 @@ var seconds = 2.0
 var widen = false
 var splitting = BatchSplitting.auto
 var serve = false
+/// `--pool-overhead`: the cost of one parallel region of the engine's thread pool (no model).
+var poolOverhead = false
 var models: [String] = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
@@ -35,6 +37,7 @@ while let a = args.first {
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
     case "--widen": widen = true
     case "--serve": serve = true
+    case "--pool-overhead": poolOverhead = true
     case "--split":
         switch args.popFirst() {
         case "always": splitting = .always
@@ -105,6 +108,32 @@ func measureInt8PeakPerCore() -> Double {
     }
     if acc[0].wrappedSum() == 42 { print("") }  // keeps the loop's result alive
     return best
+}
+
+/// Wall time of one parallel region with `tasks` near-empty tasks on `threads` threads, back to back
+/// as an inference's operators run: what each operator pays to spread its work (median of 5 rounds).
+func measurePoolOverhead(threads: Int, tasks: Int) -> Double {
+    let pool = ThreadPool(threads: threads)
+    let sink = UnsafeMutablePointer<Int>.allocate(capacity: 64 * max(threads, 1))
+    defer { sink.deallocate() }
+    sink.initialize(repeating: 0, count: 64 * max(threads, 1))
+    var rounds: [Double] = []
+    for _ in 0..<5 {
+        let n = 20_000
+        let t0 = now()
+        for _ in 0..<n { pool.parallelTasks(tasks) { task, thread in sink[thread * 64] &+= task } }
+        rounds.append((now() - t0) / Double(n))
+    }
+    return rounds.sorted()[2]
+}
+
+if poolOverhead {
+    for threads in threadCounts {
+        for tasks in [1, 2, 8, 64] {
+            print(String(format: "{\"pool_overhead_ns\": %.0f, \"threads\": %d, \"tasks\": %d}", measurePoolOverhead(threads: threads, tasks: tasks) * 1e9, threads, tasks))
+        }
+    }
+    exit(0)
 }
 
 let peakPerCore = measurePeakPerCore()

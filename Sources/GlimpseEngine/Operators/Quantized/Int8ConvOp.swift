@@ -169,10 +169,32 @@ public final class Int8ConvOp: Operator {
         // others tiles of 32 pixels per image.
         let pointwise = g.isPointwise, tiles = conv.tilesPerImage
         let columnTasks = pointwise ? conv.batchTiles(batch: batch) : batch * tiles
-        // (Splitting the output channels of layers with few column tiles between tasks, so that two
-        // threads stay even at batch 1, was measured slower: each part packs its own panel.)
+        // (Splitting the output channels of every tile between tasks, so that two threads stay even at
+        // batch 1, was measured slower: each part packs its own panel.) Only the tiles left over after
+        // the whole rounds of a pointwise GEMM are split so, one part per thread: a 14×14 plane has 7
+        // tiles, and two threads ran 4 and 3 of them.
+        let splitsLeftover = pointwise && columnTasks % max(ctx.threads, 1) != 0 && channels >= 2 * QS8Gemm.mr
         return ClosureKernel { pool in
             withExtendedLifetime((requant, packed)) {
+                let threads = pool.threads
+                if splitsLeftover, threads > 1, columnTasks % threads != 0, channels >= threads * QS8Gemm.mr {
+                    // Each thread's share: `whole` tiles of all rows, then its part of each leftover tile.
+                    let whole = columnTasks / threads, perShare = whole + columnTasks % threads
+                    pool.parallelTasks(threads * perShare) { task, thread in
+                        let share = task / perShare, j = task % perShare
+                        let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
+                        if j < whole {
+                            conv.runBatchTile(share * whole + j, batch: batch, rows: 0..<channels, x: src, y: dst, packedA: a,
+                                              requant: rq, scratch: scratch)
+                        } else {
+                            let lower = channels * share / threads / QS8Gemm.mr * QS8Gemm.mr
+                            let upper = share == threads - 1 ? channels : channels * (share + 1) / threads / QS8Gemm.mr * QS8Gemm.mr
+                            conv.runBatchTile(threads * whole + j - whole, batch: batch, rows: lower..<upper, x: src, y: dst,
+                                              packedA: a, requant: rq, scratch: scratch)
+                        }
+                    }
+                    return
+                }
                 pool.parallelTasks(columnTasks) { column, thread in
                     let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
                     if pointwise {
