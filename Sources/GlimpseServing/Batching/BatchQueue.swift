@@ -41,7 +41,6 @@ final class BatchQueue: @unchecked Sendable {
                 nameCurrentThread(name)
                 self.workLoop()
             }
-            thread.name = "glimpse-batch-\(model.name)-\(i)"
             thread.stackSize = 8 << 20
             thread.start()
         }

@@ -169,42 +169,46 @@ public final class Int8ConvOp: Operator {
         // others tiles of 32 pixels per image.
         let pointwise = g.isPointwise, tiles = conv.tilesPerImage
         let columnTasks = pointwise ? conv.batchTiles(batch: batch) : batch * tiles
-        // (Splitting the output channels of every tile between tasks, so that two threads stay even at
-        // batch 1, was measured slower: each part packs its own panel.) Only the tiles left over after
-        // the whole rounds of a pointwise GEMM are split so, one part per thread: a 14×14 plane has 7
-        // tiles, and two threads ran 4 and 3 of them.
-        let splitsLeftover = pointwise && columnTasks % max(ctx.threads, 1) != 0 && channels >= 2 * QS8Gemm.mr
         return ClosureKernel { pool in
             withExtendedLifetime((requant, packed)) {
-                let threads = pool.threads
-                if splitsLeftover, threads > 1, columnTasks % threads != 0, channels >= threads * QS8Gemm.mr {
-                    // Each thread's share: `whole` tiles of all rows, then its part of each leftover tile.
-                    let whole = columnTasks / threads, perShare = whole + columnTasks % threads
-                    pool.parallelTasks(threads * perShare) { task, thread in
-                        let share = task / perShare, j = task % perShare
+                if pointwise {
+                    Self.parallelTilesEvenly(pool, tiles: columnTasks, rows: channels) { tile, rows, thread in
                         let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
-                        if j < whole {
-                            conv.runBatchTile(share * whole + j, batch: batch, rows: 0..<channels, x: src, y: dst, packedA: a,
-                                              requant: rq, scratch: scratch)
-                        } else {
-                            let lower = channels * share / threads / QS8Gemm.mr * QS8Gemm.mr
-                            let upper = share == threads - 1 ? channels : channels * (share + 1) / threads / QS8Gemm.mr * QS8Gemm.mr
-                            conv.runBatchTile(threads * whole + j - whole, batch: batch, rows: lower..<upper, x: src, y: dst,
-                                              packedA: a, requant: rq, scratch: scratch)
-                        }
+                        conv.runBatchTile(tile, batch: batch, rows: rows, x: src, y: dst, packedA: a, requant: rq, scratch: scratch)
                     }
                     return
                 }
                 pool.parallelTasks(columnTasks) { column, thread in
                     let scratch = UnsafeMutableRawPointer(workspace + thread * per).assumingMemoryBound(to: UInt8.self)
-                    if pointwise {
-                        conv.runBatchTile(column, batch: batch, rows: 0..<channels, x: src, y: dst, packedA: a, requant: rq,
-                                          scratch: scratch)
-                    } else {
-                        let n = column / tiles
-                        conv.runTile(column % tiles, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq, panel: scratch)
-                    }
+                    let n = column / tiles
+                    conv.runTile(column % tiles, x: src + n * inImage, y: dst + n * outImage, packedA: a, requant: rq, panel: scratch)
                 }
+            }
+        }
+    }
+
+    /// Runs a GEMM's column tiles (each over output rows `0..<rows`) on the pool's threads so that each
+    /// thread gets the same work: whole rounds of tiles, then its part of each tile left over, split by
+    /// output rows (multiples of the kernel's 8). Splitting every tile so was measured slower (each part
+    /// packs its own panel); without the leftover split, a 14×14 plane's 7 tiles ran 4 and 3 on two threads.
+    static func parallelTilesEvenly(_ pool: ThreadPool, tiles: Int, rows: Int,
+                                    _ body: (_ tile: Int, _ rows: Range<Int>, _ thread: Int) -> Void) {
+        let threads = pool.threads, mr = QS8Gemm.mr
+        guard threads > 1, tiles % threads != 0, rows >= threads * mr else {
+            pool.parallelTasks(tiles) { tile, thread in body(tile, 0..<rows, thread) }
+            return
+        }
+        // Thread t's share of the tasks (`parallelTasks` gives each thread an equal contiguous share):
+        // `whole` tiles, then its part of each leftover tile.
+        let whole = tiles / threads, perShare = whole + tiles % threads
+        pool.parallelTasks(threads * perShare) { task, thread in
+            let share = task / perShare, j = task % perShare
+            if j < whole {
+                body(share * whole + j, 0..<rows, thread)
+            } else {
+                let lower = rows * share / threads / mr * mr
+                let upper = share == threads - 1 ? rows : rows * (share + 1) / threads / mr * mr
+                body(threads * whole + j - whole, lower..<upper, thread)
             }
         }
     }
