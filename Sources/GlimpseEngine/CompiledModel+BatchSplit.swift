@@ -44,13 +44,13 @@ extension CompiledModel {
         let lanes = min(pool.threads, batch)
         let sideBySide = batch / lanes * lanes
         var taken: [ExecutionPlan] = []
-        defer { plans.withLock { $0[1, default: []].append(contentsOf: taken) } }
+        defer { putPlans(taken, batch: 1) }
         for _ in 0..<lanes { taken.append(try takePlan(batch: 1)) }
         // A tail where the planes become small is for one thread: on several, its many small
         // operators spread over the threads cost more than running it whole saves.
         let batchTail = pool.threads > 1 ? parallelBatchTail : self.batchTail
         let whole = try batchTail.map { _ in try takePlan(batch: batch) }
-        defer { if let whole { plans.withLock { $0[batch, default: []].append(whole) } } }
+        defer { if let whole { putPlans([whole], batch: batch) } }
         // The tail, its plan and the tensor there that receives each item's input to it, when every
         // plan has a buffer for that value (else the items run to the end on their own).
         var join: (tail: BatchTail, whole: ExecutionPlan, wide: Tensor)?

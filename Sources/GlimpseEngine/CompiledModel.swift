@@ -17,12 +17,16 @@ public struct EngineOptions: Sendable {
     /// against it before the kernels allocate their packed copies of them (about the same size), so a
     /// small file that folds huge weights is refused before they are packed (nil: no limit).
     public var weightBudgetBytes: Int?
+    /// Plans of a batch size (other than 1) that has not run for this many seconds are freed (see
+    /// `PlanCache`); a later batch of that size plans again.
+    public var idlePlanSeconds: Double
     public init(threads: Int = 1, widenFixedBatch: Bool = false, batchSplitting: BatchSplitting = .auto,
-                weightBudgetBytes: Int? = nil) {
+                weightBudgetBytes: Int? = nil, idlePlanSeconds: Double = 10) {
         self.threads = max(1, threads)
         self.widenFixedBatch = widenFixedBatch
         self.batchSplitting = batchSplitting
         self.weightBudgetBytes = weightBudgetBytes
+        self.idlePlanSeconds = max(0, idlePlanSeconds)
     }
 }
 
@@ -106,7 +110,7 @@ public final class CompiledModel: @unchecked Sendable {
     public let threads: Int
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
-    let plans = Locked<[Int: [ExecutionPlan]]>([:])
+    let plans: Locked<PlanCache<ExecutionPlan>>
     /// Tensor bytes of the weights (constants as imported, and packed) and of the execution plans
     /// (activation buffers and scratch, every batch size and copy cached), held now.
     public let weightMemory: MemoryLedger
@@ -130,6 +134,7 @@ public final class CompiledModel: @unchecked Sendable {
         self.graph = Graph(name: name)
         self.threads = 1
         self.pool = .serial
+        self.plans = Locked(PlanCache(idleNanos: 10_000_000_000))
         self.widenedBatch = false
         self.batchSplitting = .never
         self.itemsIndependent = false
@@ -147,6 +152,7 @@ public final class CompiledModel: @unchecked Sendable {
         self.threads = options.threads
         let pool = ThreadPool(threads: options.threads)
         self.pool = pool
+        self.plans = Locked(PlanCache(idleNanos: UInt64(options.idlePlanSeconds * 1e9)))
         self.weightMemory = weightMemory
         let planMemory = MemoryLedger()
         self.planMemory = planMemory
@@ -186,8 +192,9 @@ public final class CompiledModel: @unchecked Sendable {
         self.outputs = outSpecs
         flopsPerImage = plan1.flops
         plans.withLock {
-            $0[1] = [plan1]
-            if widenedBatch, let plan2 { $0[plan2.batch] = [plan2] }  // the check's plan, reused
+            let now = PlanClock.now()
+            $0.put([plan1], batch: 1, now: now)
+            if widenedBatch, let plan2 { $0.put([plan2], batch: plan2.batch, now: now) }  // the check's plan, reused
         }
     }
 
@@ -220,7 +227,7 @@ public final class CompiledModel: @unchecked Sendable {
     /// Runs the batch as one, on a plan for its size.
     func runWhole(_ inputs: [Tensor], batch: Int, pool: ThreadPool) throws -> [Tensor] {
         let plan = try takePlan(batch: batch)
-        defer { plans.withLock { $0[batch, default: []].append(plan) } }
+        defer { putPlans([plan], batch: batch) }
         for (t, dst) in zip(inputs, plan.inputTensors) { TensorConversion.copy(t, into: dst) }
         plan.execute(pool)
         return zip(plan.outputTensors, graph.outputs).map { src, out in
@@ -231,7 +238,7 @@ public final class CompiledModel: @unchecked Sendable {
     }
 
     func takePlan(batch: Int) throws -> ExecutionPlan {
-        if let plan = plans.withLock({ $0[batch]?.popLast() }) { return plan }
+        if let plan = plans.withLock({ $0.take(batch: batch) }) { return plan }
         return try planMemory.charging { try ExecutionPlan(graph: graph, batch: batch, threads: threads) }
     }
 
@@ -240,13 +247,17 @@ public final class CompiledModel: @unchecked Sendable {
     /// after its calibration runs, so that while the old version still serves, the new one holds its
     /// weights and one plan rather than a plan for every size it timed.
     public func releaseCachedPlans(keeping: Set<Int>) {
-        plans.withLock { cached in
-            for batch in Array(cached.keys) where !keeping.contains(batch) { cached[batch] = nil }
-        }
+        plans.withLock { $0.release(keeping: keeping) }
+    }
+
+    /// Puts plans back after a run (and frees the plans of batch sizes idle for long, `PlanCache`).
+    func putPlans(_ taken: [ExecutionPlan], batch: Int) {
+        let now = PlanClock.now()
+        plans.withLock { $0.put(taken, batch: batch, now: now) }
     }
 
     /// Execution plans cached now (all batch sizes; plans in use by a run are not counted).
-    public var cachedPlans: Int { plans.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    public var cachedPlans: Int { plans.withLock { $0.count } }
 }
 
 /// float32 / float16 copies between user tensors and plan buffers.

@@ -1,0 +1,57 @@
+@testable import GlimpseEngine
+import XCTest
+
+/// `PlanCache`: plans of a batch size idle for `idleNanos` are freed at the next sweep; batch 1's stay.
+final class PlanCacheTests: XCTestCase {
+    let second: UInt64 = 1_000_000_000
+
+    func testIdleSizesAreFreedAndBatchOneStays() {
+        var cache = PlanCache<String>(idleNanos: 10 * second)
+        cache.put(["b1"], batch: 1, now: 0)
+        cache.put(["b32"], batch: 32, now: 1 * second)
+        cache.put(["b8"], batch: 8, now: 5 * second)
+        XCTAssertEqual(cache.count, 3)
+        // 10 s after batch 32 last ran: it goes, batch 8 (6 s idle) stays.
+        cache.put(["b1"], batch: 1, now: 11 * second)
+        XCTAssertNil(cache.take(batch: 32))
+        XCTAssertEqual(cache.take(batch: 8), "b8")
+        cache.put(["b8"], batch: 8, now: 12 * second)
+        // Long after: everything but batch 1's plans goes.
+        cache.put(["b1"], batch: 1, now: 100 * second)
+        XCTAssertNil(cache.take(batch: 8))
+        XCTAssertEqual(cache.count, 3, "batch 1's three plans stay however idle")
+    }
+
+    func testASizeInUseIsKeptWhileItRuns() {
+        var cache = PlanCache<String>(idleNanos: 10 * second)
+        cache.put(["a", "b"], batch: 16, now: 0)
+        // One of the two plans runs now and then: the size stays.
+        for t in stride(from: UInt64(5), through: 60, by: 5) {
+            let plan = cache.take(batch: 16)
+            XCTAssertNotNil(plan)
+            cache.put([plan ?? ""], batch: 16, now: t * second)
+        }
+        XCTAssertEqual(cache.count, 2)
+    }
+
+    func testSweepsAtMostOncePerSweepInterval() {
+        var cache = PlanCache<String>(idleNanos: 2 * second)
+        cache.put(["b4"], batch: 4, now: 0)
+        cache.put(["b1"], batch: 1, now: 1 * second)   // sweeps (first), batch 4 only 1 s idle
+        cache.put(["b1"], batch: 1, now: 1 * second + second / 2)  // no sweep due yet
+        XCTAssertEqual(cache.count, 3)
+        cache.put(["b1"], batch: 1, now: 2 * second)   // sweeps: batch 4 idle 2 s
+        XCTAssertEqual(cache.count, 3, "b4 freed, three b1")
+        XCTAssertNil(cache.take(batch: 4))
+    }
+
+    func testReleaseKeepsOnlyTheNamedSizes() {
+        var cache = PlanCache<String>(idleNanos: 10 * second)
+        cache.put(["b1"], batch: 1, now: 0)
+        cache.put(["b2"], batch: 2, now: 0)
+        cache.put(["b4"], batch: 4, now: 0)
+        cache.release(keeping: [1, 4])
+        XCTAssertEqual(cache.count, 2)
+        XCTAssertNil(cache.take(batch: 2))
+    }
+}
