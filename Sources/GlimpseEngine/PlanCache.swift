@@ -2,10 +2,10 @@ import Foundation
 
 /// A model's execution plans not in use, by batch size, and when each size last ran.
 ///
-/// A plan holds its batch's activation buffers and scratch. Under a burst the batching queue may
-/// form a batch size once that it rarely forms again (cifar10-large's batch-32 plan holds some
-/// 20 MB); kept for the model's life, such plans made RSS differ by that much from one version of a
-/// model to the next. So the plans of a size that has not run for `idleNanos` are freed, checked at
+/// A plan holds its batch's activation buffers and scratch, which grow with the batch. Under a burst
+/// the batching queue may form a batch size once that it rarely forms again; kept for the model's
+/// life, such a plan holds its buffers for nothing. So the plans of a size that has not run for
+/// `idleNanos` are freed, checked at
 /// most once per `sweepNanos` when a plan is put back. Batch 1's plans stay: single requests and
 /// split batches use them. Plans in use are not here; they come back when their run ends.
 struct PlanCache<Plan> {
