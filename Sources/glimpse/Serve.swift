@@ -61,8 +61,6 @@ struct Serve: AsyncParsableCommand {
     var drainDelayS: Double = 0
     @Option(help: "Watts attributed to one busy core when RAPL is not readable (energy estimate).") var wattsPerCore: Double = 4
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
-    @Option(help: "Seconds between returns of the heap's free pages to the system (malloc_trim); 0: only after a model is replaced or unloaded.")
-    var heapTrimIntervalS: Double = 10
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -73,7 +71,6 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "glimpse")
         // Large blocks (model weights, plans) mapped on their own, so unloaded models give memory back.
         HeapPolicy.fixMmapThreshold()
-        HeapPolicy.trimPeriodically(every: heapTrimIntervalS)
         let prometheus = PrometheusExport()
         let metrics = prometheus.bootstrap()
         let energy = EnergyMeter(wattsPerCore: wattsPerCore)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,44 +27,22 @@ public enum HeapPolicy {
         return mallopt(C.mmapThreshold, bytes) == 1
     }
 
-    /// Returns the heap's free pages to the system every `seconds`, for the life of the process.
-    ///
-    /// glibc gives each thread that allocates an arena (up to 8 per core); freed memory inside an
-    /// arena stays resident until a trim. A 30-minute soak with a reload every 30 s showed it: each
-    /// reload's new batch threads took fresh arenas that grew by 8–13 MiB within seconds, and the
-    /// main heap by 11 MiB in another period, so RSS sat 23 MiB over its level for one reload period
-    /// in seven of fifty, until the next reload's trim (`trimWhenReleased`). A trim walks every
-    /// arena's free chunks under its lock, a few milliseconds for ~100 MB, so every 10 s costs
-    /// nothing measurable. Returns false when the C library has no `malloc_trim` or `seconds` ≤ 0.
-    /// A later call replaces the earlier schedule (0 stops it).
-    @discardableResult
-    public static func trimPeriodically(every seconds: Double) -> Bool {
-        periodicTrim.withLock { timer in
-            timer?.cancel()
-            timer = nil
-            guard seconds > 0, let trim = C.mallocTrim else { return false }
-            let next = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
-            next.schedule(deadline: .now() + seconds, repeating: seconds, leeway: .milliseconds(100))
-            next.setEventHandler { _ = trim(0) }
-            next.resume()
-            timer = next
-            return true
-        }
-    }
-
-    /// The timer of `trimPeriodically`.
-    private static let periodicTrim = Mutex<DispatchSourceTimer?>(nil)
-
     /// Polls (every 50 ms, for at most `timeoutSeconds`) until `object` has been deallocated, then
     /// returns the heap's free pages to the system.
-    static func trimWhenReleased(_ object: AnyObject, timeoutSeconds: Double = 120) {
-        let deadline = DispatchTime.now() + timeoutSeconds
+    /// `done` gets the seconds it took, or nil when the object was still alive at the timeout.
+    static func trimWhenReleased(_ object: AnyObject, timeoutSeconds: Double = 120,
+                                 done: @escaping @Sendable (Double?) -> Void = { _ in }) {
+        let start = DispatchTime.now()
+        let deadline = start + timeoutSeconds
         let box = WeakBox(object)
         @Sendable func poll() {
             if box.object == nil {
                 _ = C.mallocTrim?(0)
+                done(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
             } else if DispatchTime.now() < deadline {
                 DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 0.05) { poll() }
+            } else {
+                done(nil)
             }
         }
         poll()

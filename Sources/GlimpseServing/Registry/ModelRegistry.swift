@@ -104,7 +104,7 @@ public final class ModelRegistry: @unchecked Sendable {
         lock.unlock()
         if let old {
             old.queue.shutdown()
-            HeapPolicy.trimWhenReleased(old)
+            trimWhenReleased(old)
         }
         return loaded
     }
@@ -173,11 +173,24 @@ public final class ModelRegistry: @unchecked Sendable {
         if old != nil { metrics.modelLoad(model: name, outcome: "unloaded") }
         guard let old else { return false }
         old.queue.close(failingWaiting: .modelUnavailable("model \(name) was unloaded while the request waited"))
-        HeapPolicy.trimWhenReleased(old)
+        trimWhenReleased(old)
         return true
     }
 
     func shutdown() {
         for model in all { model.queue.shutdown() }
+    }
+
+    /// Trims the heap once a replaced or unloaded version is gone, and logs how long its last requests
+    /// held it (debug), or warns when it is still held after two minutes (its memory stays in use).
+    private func trimWhenReleased(_ old: LoadedModel) {
+        let logger = self.logger, name = old.name
+        HeapPolicy.trimWhenReleased(old) { seconds in
+            if let seconds {
+                logger.debug("released a replaced or unloaded version", metadata: ["model": "\(name)", "after_s": "\(seconds)"])
+            } else {
+                logger.warning("a replaced or unloaded version of \(name) is still held after 120 s: its memory stays in use")
+            }
+        }
     }
 }
