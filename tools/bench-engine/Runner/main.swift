@@ -3,11 +3,14 @@
 // Usage: bench-engine [--seconds S] [--batches 1,8,32] [--threads 1,2] [--widen]
 //                     [--split auto|always|never] MODEL.onnx...
 //        bench-engine --serve [--widen] [--split auto|always|never]
+//        bench-engine --pool-overhead [--threads 1,2]
 // Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak, and
 // split (how batches of several items ran: "split" into single items, "whole", or "-"), and peak
 // ("int8" when the model runs int8 kernels: pct_peak then divides by the measured int8 peak).
 // --split sets `EngineOptions.batchSplitting` (default auto: the engine times both ways on its first
-// runs of each batch size, which the warm-up covers).
+// runs of each batch size; the warm-up runs until it has decided).
+// --pool-overhead prints, per thread count, the wall time of one parallel region of the engine's
+// thread pool with 1, 2, 8 and 64 near-empty tasks (no model is loaded).
 // --widen loads with `EngineOptions.widenFixedBatch`, so fixed-batch-1 models that pass the check
 // at load run every batch size (otherwise they are measured at batch 1 only).
 // --serve reads requests "THREADS BATCH SECONDS MODEL.onnx" from stdin instead, one JSON line back
