@@ -55,3 +55,27 @@ final class PlanCacheTests: XCTestCase {
         XCTAssertNil(cache.take(batch: 2))
     }
 }
+
+extension PlanCacheTests {
+    /// At most `maxSizes` sizes besides batch 1 keep plans: putting back a fourth frees the least
+    /// recently run one, whatever its idle time.
+    func testOnlyTheMostRecentSizesKeepTheirPlans() {
+        var cache = PlanCache<String>(idleNanos: 100 * second)
+        cache.maxSizes = 3
+        cache.put(["b1", "b1"], batch: 1, now: 0)
+        cache.put(["b8"], batch: 8, now: 1)
+        cache.put(["b16"], batch: 16, now: 2)
+        cache.put(["b4"], batch: 4, now: 3)
+        cache.put(["b8"], batch: 8, now: 4)   // 8 is now the most recent
+        XCTAssertEqual(cache.count, 6)
+        cache.put(["b32"], batch: 32, now: 5)  // a fourth size: 16 (least recent) goes
+        XCTAssertNil(cache.take(batch: 16))
+        XCTAssertEqual(cache.count, 6, "two b1, two b8, b4, b32")
+        XCTAssertEqual(cache.take(batch: 4), "b4")
+        // A size whose plans are all in use does not count: putting 2 back keeps 8 and 32.
+        cache.put(["b2"], batch: 2, now: 6)
+        XCTAssertNotNil(cache.take(batch: 8))
+        XCTAssertNotNil(cache.take(batch: 32))
+        XCTAssertEqual(cache.take(batch: 1), "b1")
+    }
+}
