@@ -35,7 +35,8 @@ struct PlanCache<Plan> {
     mutating func put(_ plans: [Plan], batch: Int, now: UInt64) {
         free[batch, default: []].append(contentsOf: plans)
         lastUse[batch] = max(lastUse[batch] ?? 0, now)
-        var held = free.keys.filter { $0 != 1 && free[$0]?.isEmpty == false }
+        // Only a size other than 1 put back can take the count over (no array built for batch 1's runs).
+        var held = batch == 1 ? [] : free.keys.filter { $0 != 1 && free[$0]?.isEmpty == false }
         while held.count > maxSizes,
               let oldest = held.filter({ $0 != batch }).min(by: { (lastUse[$0] ?? 0) < (lastUse[$1] ?? 0) }) {
             free[oldest] = nil
