@@ -258,6 +258,9 @@ public final class CompiledModel: @unchecked Sendable {
 
     /// Execution plans cached now (all batch sizes; plans in use by a run are not counted).
     public var cachedPlans: Int { plans.withLock { $0.count } }
+
+    /// Execution plans cached now, per batch size.
+    public var cachedPlansBySize: [Int: Int] { plans.withLock { $0.countsBySize } }
 }
 
 /// float32 / float16 copies between user tensors and plan buffers.

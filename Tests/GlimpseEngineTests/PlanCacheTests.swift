@@ -7,6 +7,7 @@ final class PlanCacheTests: XCTestCase {
 
     func testIdleSizesAreFreedAndBatchOneStays() {
         var cache = PlanCache<String>(idleNanos: 10 * second)
+        cache.maxSizes = 3  // the idle rule alone
         cache.put(["b1"], batch: 1, now: 0)
         cache.put(["b32"], batch: 32, now: 1 * second)
         cache.put(["b8"], batch: 8, now: 5 * second)
@@ -47,6 +48,7 @@ final class PlanCacheTests: XCTestCase {
 
     func testReleaseKeepsOnlyTheNamedSizes() {
         var cache = PlanCache<String>(idleNanos: 10 * second)
+        cache.maxSizes = 3
         cache.put(["b1"], batch: 1, now: 0)
         cache.put(["b2"], batch: 2, now: 0)
         cache.put(["b4"], batch: 4, now: 0)
@@ -76,6 +78,25 @@ extension PlanCacheTests {
         cache.put(["b2"], batch: 2, now: 6)
         XCTAssertNotNil(cache.take(batch: 8))
         XCTAssertNotNil(cache.take(batch: 32))
+        XCTAssertEqual(cache.take(batch: 1), "b1")
+    }
+}
+
+extension PlanCacheTests {
+    /// By default one size besides batch 1 keeps its plans, every copy of it: under steady overload
+    /// the workers run full batches of one size side by side, and those must not plan again.
+    func testByDefaultOneOtherSizeKeepsAllItsCopies() {
+        var cache = PlanCache<String>(idleNanos: 100 * second)
+        XCTAssertEqual(cache.maxSizes, 1)
+        cache.put(["b1", "b1"], batch: 1, now: 0)
+        cache.put(["b8"], batch: 8, now: 1)
+        cache.put(["b8"], batch: 8, now: 2)    // a second worker's copy stays
+        XCTAssertEqual(cache.count, 4)
+        cache.put(["b5"], batch: 5, now: 3)    // another size: both copies of 8 go, batch 1 stays
+        XCTAssertNil(cache.take(batch: 8))
+        XCTAssertEqual(cache.count, 3)
+        XCTAssertEqual(cache.take(batch: 5), "b5")
+        XCTAssertEqual(cache.take(batch: 1), "b1")
         XCTAssertEqual(cache.take(batch: 1), "b1")
     }
 }

@@ -156,6 +156,20 @@ class Run:
                 self.hostile["other"] += 1
             i += 1
 
+    def plan_memory(self):
+        """The model's cached execution plans from models.list: MiB, count, and count per batch size."""
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "models.list"}).encode()
+        try:
+            _, reply = post(self.port, body)
+            for m in reply["result"]["models"]:
+                if m["name"] == self.a.model:
+                    mem = m["memory"]
+                    by_batch = " ".join(f"{b}:{n}" for b, n in sorted(mem.get("plans_by_batch", {}).items(), key=lambda kv: int(kv[0])))
+                    return round(mem["plans_bytes"] / 2**20, 1), mem["plans"], by_batch
+        except (OSError, KeyError, TypeError, ValueError):
+            pass
+        return "", "", ""
+
     def sampler(self, start):
         last = metrics(self.port)
         while not self.stop.wait(10):
@@ -168,7 +182,9 @@ class Run:
             at = time.monotonic()
             rss = rss_mib(self.server.pid)
             reloading = int(self.reloading(at))
+            plans = self.plan_memory()
             self.rows.append({"second": round(at - start), "rss_mib": round(rss, 1), "reloading": reloading,
+                              "plans_mib": plans[0], "plans": plans[1], "plans_by_batch": plans[2],
                               "ok": int(delta.get(("ok", ""), 0)),
                               **{f"refused_{r or 'none'}": int(v) for (o, r), v in delta.items() if o == "error"}})
 
@@ -250,7 +266,7 @@ def main():
     finally:
         if run.server.poll() is None:
             run.server.kill()
-    fields = ["second", "rss_mib", "reloading", "ok"] + sorted({k for row in run.rows for k in row if k.startswith("refused_")})
+    fields = ["second", "rss_mib", "reloading", "plans_mib", "plans", "plans_by_batch", "ok"] + sorted({k for row in run.rows for k in row if k.startswith("refused_")})
     with open(os.path.join(a.out, "soak.csv"), "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=fields, restval=0)
         wr.writeheader()

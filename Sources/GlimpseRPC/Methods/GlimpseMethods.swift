@@ -130,7 +130,8 @@ public enum GlimpseMethods {
 
     static func memory(_ m: LoadedModel.Memory) -> JSONValue {
         .object(["weights_bytes": .int(m.weightBytes), "plans_bytes": .int(m.planBytes),
-                 "plans": .int(m.plans), "total_bytes": .int(m.totalBytes)])
+                 "plans": .int(m.plans), "total_bytes": .int(m.totalBytes),
+                 "plans_by_batch": .object(Dictionary(uniqueKeysWithValues: m.plansByBatch.map { (String($0.key), .int($0.value)) }))])
     }
 
     static func describe(_ m: LoadedModel) -> JSONValue {

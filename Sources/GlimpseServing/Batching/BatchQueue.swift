@@ -61,26 +61,8 @@ final class BatchQueue: @unchecked Sendable {
         let workers = scheduler.workers
         condition.unlock()
         let loadedParallel = workers == 1
-        func time(_ n: Int, parallel: Bool) throws -> UInt64 {
-            let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
-            for _ in 0..<(n > 1 ? model.warmUpRuns : 1) { _ = try model.run([input], parallel: parallel) }
-            var best = UInt64.max
-            for _ in 0..<2 {
-                let start = monotonicNanos()
-                _ = try model.run([input], parallel: parallel)
-                best = min(best, monotonicNanos() - start)
-            }
-            return best
-        }
-        var loaded: [Int: UInt64] = [:]
-        for n in sizes {
-            loaded[n] = try time(n, parallel: loadedParallel)
-            // Only batch 1's plan is kept: a new version is calibrated while the old one still serves
-            // with its own plans, so holding a plan for every size timed would put the model in memory
-            // twice during a reload. The others are built again when traffic needs them.
-            if n != 1 { model.releaseCachedPlans(keeping: [1]) }
-        }
-        let parallelOne = workers > 1 && model.threads > 1 ? try time(1, parallel: true) : nil
+        let loaded = try timeSizes(sizes, parallel: loadedParallel)
+        let parallelOne = workers > 1 && model.threads > 1 ? try timeBatch(1, parallel: true) : nil
         condition.lock()
         scheduler.adopt(calibration: loaded, parallelOne: parallelOne)
         let limit = scheduler.batchLimit, parallelHelps = scheduler.parallelHelps

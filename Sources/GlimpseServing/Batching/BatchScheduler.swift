@@ -132,20 +132,21 @@ public struct BatchScheduler: Sendable {
     /// on its own thread when there are several), `parallelOne` the time of a batch of one using every
     /// engine thread (nil when the engine has one). Seeds the latency model with the loaded times and
     /// chooses `efficientBatchSize` and `parallelHelps`.
+    /// The batch size calibration's times (nanoseconds per batch, by size) make the most efficient:
+    /// the smallest within 5% of the lowest cost per item, or 1 unless some batch is at least 10%
+    /// cheaper per item than a single run (batching costs waiting, so it must buy a real saving).
+    public static func efficientBatchSize(calibration loaded: [Int: UInt64]) -> Int? {
+        let perItem = loaded.filter { $0.key >= 1 && $0.value > 0 }.map { (n: $0.key, cost: Double($0.value) / Double($0.key)) }
+        guard let best = perItem.map(\.cost).min() else { return nil }
+        if let single = perItem.first(where: { $0.n == 1 })?.cost, single <= best * 1.10 { return 1 }
+        return perItem.filter { $0.cost <= best * 1.05 }.map(\.n).min()
+    }
+
     public mutating func adopt(calibration loaded: [Int: UInt64], parallelOne: UInt64? = nil) {
         for (n, nanos) in loaded.sorted(by: { $0.key < $1.key }) where n >= 1 {
             latency.observe(size: n, nanos: Double(nanos))
         }
-        let perItem = loaded.filter { $0.key >= 1 && $0.value > 0 }.map { (n: $0.key, cost: Double($0.value) / Double($0.key)) }
-        if let best = perItem.map(\.cost).min() {
-            // Batching costs waiting, so it must buy a real saving: unless a batch is at least 10 %
-            // cheaper per item than a single run, items run one at a time.
-            if let single = perItem.first(where: { $0.n == 1 })?.cost, single <= best * 1.10 {
-                efficientBatchSize = 1
-            } else {
-                efficientBatchSize = perItem.filter { $0.cost <= best * 1.05 }.map(\.n).min()
-            }
-        }
+        if let size = Self.efficientBatchSize(calibration: loaded) { efficientBatchSize = size }
         if let parallelOne, let serialOne = loaded[1], workers > 1 {
             parallelHelps = Double(parallelOne) < 0.9 * Double(serialOne)
         }

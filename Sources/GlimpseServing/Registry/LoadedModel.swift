@@ -43,11 +43,14 @@ public final class LoadedModel: @unchecked Sendable {
         public var weightBytes: Int
         public var planBytes: Int
         public var plans: Int
+        /// Cached plans per batch size.
+        public var plansByBatch: [Int: Int]
         public var totalBytes: Int { weightBytes + planBytes }
     }
 
     public var memory: Memory {
-        Memory(weightBytes: model.weightMemory.bytes, planBytes: model.planMemory.bytes, plans: model.cachedPlans)
+        Memory(weightBytes: model.weightMemory.bytes, planBytes: model.planMemory.bytes, plans: model.cachedPlans,
+               plansByBatch: model.cachedPlansBySize)
     }
 
     /// Label of class `index`, or `class_<index>` when the model has no (or too few) labels.
