@@ -36,7 +36,8 @@ public enum GlimpseServer {
                                                      maxBody: configuration.maxBodyBytes, logger: logger)
         return Application(
             router: router,
-            server: .glimpse(http2: configuration.http2, tls: tls, timeouts: timeouts, frames: frames),
+            server: .glimpse(http2: configuration.http2, tls: tls, timeouts: timeouts, frames: frames,
+                             http1ConnectionTasks: configuration.http1ConnectionTasks),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "glimpse"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             eventLoopGroupProvider: configuration.eventLoopThreads.map { .shared(MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0))) }

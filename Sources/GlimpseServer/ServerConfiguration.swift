@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     public var modelDirectory: String?
     /// Event-loop threads of the HTTP server; nil: NIO's shared group, one per core.
     public var eventLoopThreads: Int?
+    /// Read each HTTP/1.1 connection in a task through Hummingbird's HTTP handling (the earlier
+    /// transport, kept for comparison). Off: `HTTP1Responder` answers in the connection's pipeline.
+    public var http1ConnectionTasks = false
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 16 << 20, maxBatchLength: Int = 256,
                 idleTimeoutSeconds: Double = 120, headerTimeoutSeconds: Double = 10, gracefulCloseTimeoutSeconds: Double = 30,

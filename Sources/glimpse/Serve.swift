@@ -51,6 +51,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE in bytes.") var http2MaxHeaderList: Int = 16 << 10
     @Flag(help: "Serve each HTTP/2 stream on its own child channel and task (the earlier transport, kept for comparison; slower).")
     var http2StreamChannels = false
+    @Flag(help: "Read each HTTP/1.1 connection in its own task through Hummingbird (the earlier transport, kept for comparison; slower).")
+    var http1ConnectionTasks = false
     @Option(help: "PEM certificate chain; with --tls-key the port speaks TLS (ALPN h2 and http/1.1).") var tlsCert: String?
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "File of API keys, one `<key> <user|admin> [name]` per line; clients send `Authorization: Bearer <key>`.") var apiKeys: String?
@@ -224,6 +226,7 @@ struct Serve: AsyncParsableCommand {
         // With fewer --threads than cores, the HTTP event loops keep to that many too.
         let cores = ProcessInfo.processInfo.activeProcessorCount
         if modelOptions.threads < cores { configuration.eventLoopThreads = max(1, modelOptions.threads) }
+        configuration.http1ConnectionTasks = http1ConnectionTasks
         return configuration
     }
 }

@@ -2,8 +2,10 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTP2
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import NIOHTTPTypesHTTP2
 import NIOSSL
 import NIOTLS
@@ -15,10 +17,19 @@ import NIOTLS
 /// advertise (`HTTP2Options`) and the drain behaviour (`HTTP2ConnectionManager`) are ours to choose.
 /// `HTTP2FrameResponder` answers each connection's requests from its frames, with the same router as
 /// HTTP/1.1; with `HTTP2Options.streamChannels`, each stream gets a child channel and a task instead,
-/// answered by Hummingbird's HTTP handling like an HTTP/1.1 request.
+/// answered by Hummingbird's HTTP handling. `HTTP1Responder` likewise answers HTTP/1.1 requests in the
+/// connection's pipeline; with `http1ConnectionTasks`, Hummingbird's `HTTP1Channel` reads each
+/// connection in a task instead.
 struct GlimpseHTTPChannel: HTTPChannelHandler {
     typealias Streams = NIOHTTP2Handler.AsyncStreamMultiplexer<NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>>
-    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Connection>
+    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Connection, HTTP2Connection>
+
+    enum HTTP1Connection: Sendable {
+        /// Hummingbird's task per connection (`http1ConnectionTasks`).
+        case tasks(HTTP1Channel.Value)
+        /// `HTTP1Responder` answers in the connection's pipeline.
+        case responder(any Channel)
+    }
 
     enum HTTP2Connection: Sendable {
         /// One child channel per stream (`HTTP2Options.streamChannels`).
@@ -45,9 +56,11 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
     let tls: NIOSSLContext?
     let timeouts: ConnectionTimeouts
     let frames: FrameServing
+    let http1ConnectionTasks: Bool
     var responder: Responder { http1.responder }
 
-    init(responder: @escaping Responder, http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts, frames: FrameServing) {
+    init(responder: @escaping Responder, http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts, frames: FrameServing,
+         http1ConnectionTasks: Bool = false) {
         let headTimeout = timeouts.header
         self.http1 = HTTP1Channel(responder: responder, configuration: .init(
             additionalChannelHandlers: [RequestHeadTimeout(timeout: headTimeout)],
@@ -56,6 +69,7 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
         self.tls = tls
         self.timeouts = timeouts
         self.frames = frames
+        self.http1ConnectionTasks = http1ConnectionTasks
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -75,7 +89,7 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
                 case .negotiated("h2"):
                     return self.setupHTTP2(channel: channel).map { .http2($0) }
                 case .negotiated("http/1.1"), .fallback:
-                    return self.http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
+                    return self.setupHTTP1(channel: channel, logger: logger).map { .http1_1($0) }
                 case .negotiated(let other):
                     logger.debug("closing a connection that negotiated \(other)")
                     return channel.close().flatMapThrowing { throw NIOHTTP2Errors.invalidALPNToken() }
@@ -83,6 +97,27 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
             }
             try sync.addHandler(negotiation)
             return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
+        }
+    }
+
+    private func setupHTTP1(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Connection> {
+        guard !http1ConnectionTasks else { return http1.setup(channel: channel, logger: logger).map { .tasks($0) } }
+        return channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            // The decoder's limits are Hummingbird's defaults, as on the task path.
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = 80 << 10
+            limits.maxHeaderListSize = 80 << 10
+            limits.maxHeaderFieldCount = 1000
+            try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true,
+                                                 withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
+                                                 withDecoderLimitConfiguration: limits)
+            try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try sync.addHandler(RequestHeadTimeout(timeout: timeouts.header))
+            try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: .nanoseconds(timeouts.idle.nanoseconds), logger: logger))
+            try sync.addHandler(HTTP1Responder(responder: frames.responder, inline: frames.inline, maxBody: frames.maxBody,
+                                               logger: frames.logger))
+            return .responder(channel)
         }
     }
 
@@ -118,8 +153,10 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
     func handle(value: Value, logger: Logger) async {
         do {
             switch try await value.negotiated.get() {
-            case .http1_1(let connection):
+            case .http1_1(.tasks(let connection)):
                 await http1.handle(value: connection, logger: logger)
+            case .http1_1(.responder(let channel)):
+                try await channel.closeFuture.get()
             case .http2(.frames(let channel)):
                 try await channel.closeFuture.get()
             case .http2(.streams(let streams)):
@@ -138,9 +175,10 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
 extension HTTPServerBuilder {
     /// Glimpse's HTTP/1.1 + HTTP/2 server, in clear text or over TLS.
     static func glimpse(http2: HTTP2Options, tls: NIOSSLContext?, timeouts: ConnectionTimeouts,
-                        frames: GlimpseHTTPChannel.FrameServing) -> HTTPServerBuilder {
+                        frames: GlimpseHTTPChannel.FrameServing, http1ConnectionTasks: Bool) -> HTTPServerBuilder {
         .init { responder in
-            GlimpseHTTPChannel(responder: responder, http2: http2, tls: tls, timeouts: timeouts, frames: frames)
+            GlimpseHTTPChannel(responder: responder, http2: http2, tls: tls, timeouts: timeouts, frames: frames,
+                               http1ConnectionTasks: http1ConnectionTasks)
         }
     }
 }

@@ -174,27 +174,28 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     }
 }
 
-private struct Answer: Sendable {
+/// A router response with its body in one buffer.
+struct CollectedResponse: Sendable {
     let head: HTTPResponse
     let body: ByteBuffer
 }
 
 /// The router's response, with its body collected (every Glimpse route answers with one buffer).
-private func respondCollecting(_ request: Request, context: BasicRequestContext, responder: RouterResponder<BasicRequestContext>,
-                               logger: Logger) async -> Answer {
+func respondCollecting(_ request: Request, context: BasicRequestContext, responder: RouterResponder<BasicRequestContext>,
+                       logger: Logger) async -> CollectedResponse {
     do {
         let response = try await responder.respond(to: request, context: context)
         let collector = BodyCollector()
         try await response.body.write(collector.writer)
-        return Answer(head: response.head, body: collector.buffer)
+        return CollectedResponse(head: response.head, body: collector.buffer)
     } catch {
         logger.debug("request failed", metadata: ["error": "\(error)"])
-        return Answer(head: HTTPResponse(status: .internalServerError, headerFields: [.contentLength: "0"]), body: ByteBuffer())
+        return CollectedResponse(head: HTTPResponse(status: .internalServerError, headerFields: [.contentLength: "0"]), body: ByteBuffer())
     }
 }
 
 /// The body of a request over the size limit: reading it fails.
-private struct TooLargeBody: AsyncSequence, Sendable {
+struct TooLargeBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     struct TooLarge: Error {}
     struct AsyncIterator: AsyncIteratorProtocol {
