@@ -31,8 +31,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     private var tooLarge = false
     /// The request running in a task (one at a time: the pipeline handler holds back the next).
     private var running: Task<Void, Never>?
-    private var reading = false
-    private var wroteWhileReading = false
+    private var flushing = ReadTurnFlush()
     /// The client closed its side: the connection closes once the request in hand is answered.
     private var inputClosed = false
 
@@ -60,7 +59,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        reading = true
+        flushing.readStarted()
         switch unwrapInboundIn(data) {
         case .head(let request):
             head = request
@@ -106,11 +105,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        reading = false
-        if wroteWhileReading {
-            wroteWhileReading = false
-            context.flush()
-        }
+        flushing.readComplete(context)
         context.fireChannelReadComplete()
     }
 
@@ -158,6 +153,6 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
-        if reading { wroteWhileReading = true } else { context.flush() }
+        if flushing.wrote() { context.flush() }
     }
 }

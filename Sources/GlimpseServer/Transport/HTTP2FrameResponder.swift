@@ -26,8 +26,7 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     /// Requests running in tasks, by stream.
     private var running: [HTTP2StreamID: Task<Void, Never>] = [:]
     private var flushScheduled = false
-    private var reading = false
-    private var wroteWhileReading = false
+    private var flushing = ReadTurnFlush()
 
     init(responder: RouterResponder<BasicRequestContext>, inline: InlineRoutes, maxBody: Int, http2: HTTP2Options, logger: Logger) {
         self.responder = responder
@@ -56,18 +55,14 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        reading = true
+        flushing.readStarted()
         // A reset stream's task is cancelled on its `StreamClosedEvent`, which NIOHTTP2 sends for
         // every stream that closes, reset or not.
         for action in assembler.receive(unwrapInboundIn(data)) { perform(action, context: context) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        reading = false
-        if wroteWhileReading {
-            wroteWhileReading = false
-            context.flush()
-        }
+        flushing.readComplete(context)
         context.fireChannelReadComplete()
     }
 
@@ -153,7 +148,7 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     }
 
     private func noteWrite(_ context: ChannelHandlerContext) {
-        if reading { wroteWhileReading = true } else { scheduleFlush(context) }
+        if flushing.wrote() { scheduleFlush(context) }
     }
 
     /// One flush for every response written before the event loop's next turn.
