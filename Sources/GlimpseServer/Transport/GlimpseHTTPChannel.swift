@@ -104,11 +104,12 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
         guard !http1ConnectionTasks else { return http1.setup(channel: channel, logger: logger).map { .tasks($0) } }
         return channel.eventLoop.makeCompletedFuture {
             let sync = channel.pipeline.syncOperations
-            // The decoder's limits are Hummingbird's defaults, as on the task path.
+            // The decoder's limits are those of the task path's configuration.
+            let decoder = http1.configuration.httpDecoder
             var limits = NIOHTTPDecoderLimitConfiguration()
-            limits.maxHeaderFieldSize = 80 << 10
-            limits.maxHeaderListSize = 80 << 10
-            limits.maxHeaderFieldCount = 1000
+            limits.maxHeaderFieldSize = decoder.maxHeaderFieldSize
+            limits.maxHeaderListSize = decoder.maxHeaderListSize
+            limits.maxHeaderFieldCount = decoder.maxHeaderFieldCount
             try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true,
                                                  withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
                                                  withDecoderLimitConfiguration: limits)

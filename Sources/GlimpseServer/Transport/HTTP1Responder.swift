@@ -138,10 +138,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     private func write(_ head: HTTPResponse, body: ByteBuffer, method: HTTPRequest.Method, closes: Bool,
                        context: ChannelHandlerContext) {
         let closes = closes || inputClosed
-        var head = head
-        if head.headerFields[.contentLength] == nil { head.headerFields[.contentLength] = String(body.readableBytes) }
-        if head.headerFields[.date] == nil { head.headerFields[.date] = HTTPDate.now }
-        if head.headerFields[.server] == nil { head.headerFields[.server] = "glimpse" }
+        var head = head.completed(bodyBytes: body.readableBytes)
         if closes { head.headerFields[.connection] = "close" }
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         if body.readableBytes > 0, method != .head {

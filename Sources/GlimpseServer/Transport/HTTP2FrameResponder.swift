@@ -133,12 +133,10 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
         var headers = HPACKHeaders()
         headers.reserveCapacity(head.headerFields.count + 3)
         headers.add(name: ":status", value: String(head.status.code))
-        for field in head.headerFields where !Self.connectionFields.contains(field.name.canonicalName) {
+        for field in head.completed(bodyBytes: body.readableBytes).headerFields
+        where !Self.connectionFields.contains(field.name.canonicalName) {
             headers.add(name: field.name.canonicalName, value: field.value)
         }
-        if head.headerFields[.contentLength] == nil { headers.add(name: "content-length", value: String(body.readableBytes)) }
-        headers.add(name: "date", value: HTTPDate.now)
-        headers.add(name: "server", value: "glimpse")
         let empty = body.readableBytes == 0 || method == .head
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: empty)))), promise: nil)
         if !empty {
@@ -212,6 +210,18 @@ private final class BodyCollector: @unchecked Sendable {
             collector.buffer.writeBuffer(&buffer)
         }
         consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
+    }
+}
+
+extension HTTPResponse {
+    /// The response as the server sends it: `content-length` (when the route set none), `date` (RFC 9110
+    /// §6.6.1: an origin server with a clock sends one) and `server`. Both responders call it.
+    func completed(bodyBytes: Int) -> HTTPResponse {
+        var head = self
+        if head.headerFields[.contentLength] == nil { head.headerFields[.contentLength] = String(bodyBytes) }
+        if head.headerFields[.date] == nil { head.headerFields[.date] = HTTPDate.now }
+        if head.headerFields[.server] == nil { head.headerFields[.server] = "glimpse" }
+        return head
     }
 }
 
