@@ -118,8 +118,8 @@ extension CompiledModel {
     static func classifierTail(of graph: Graph) -> BatchTail? {
         guard let node = graph.nodes.lastIndex(where: { n in
             guard n.op is GemmOp, n.inputs.count >= 2, n.inputs[0] != Graph.noValue, !graph.isConstant(n.inputs[0]),
-                  let weights = graph.constant(n.inputs[1]) else { return false }
-            return weights.count >= BatchTail.minWeights
+                  let weights = graph.constantType(n.inputs[1]) else { return false }
+            return weights.shape.reduce(1, *) >= BatchTail.minWeights
         }) else { return nil }
         let value = graph.nodes[node].inputs[0]
         // The values made before the tail (graph inputs included) that the tail or the graph's

@@ -111,7 +111,7 @@ public final class CompiledModel: @unchecked Sendable {
     /// Floating-point operations per image (convolutions and matrix products, multiply-add = 2).
     public private(set) var flopsPerImage = 0
     let plans: Locked<PlanCache<ExecutionPlan>>
-    /// Tensor bytes of the weights (constants as imported, and packed) and of the execution plans
+    /// Tensor bytes of the weights (packed, and the constants operators still read at run time) and of the execution plans
     /// (activation buffers and scratch, every batch size and copy cached), held now.
     public let weightMemory: MemoryLedger
     public let planMemory: MemoryLedger

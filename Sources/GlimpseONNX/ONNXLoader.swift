@@ -7,11 +7,13 @@ public enum ONNXLoader {
     /// Reads, imports and compiles the model at `path`. Errors name the file, and for unsupported
     /// operators the op type and node name.
     public static func load(path: String, options: EngineOptions = .init()) throws -> CompiledModel {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw EngineError("cannot read model file \(path)")
-        }
         let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
-        return try load(bytes: [UInt8](data), name: name, options: options)
+        let weights = MemoryLedger()
+        return try weights.charging {
+            // The file's bytes are freed once imported, before the weights are packed and planned.
+            let graph = try importGraph(bytes: try readFile(path), name: name)
+            return try compile(graph, name: name, options: options, weights: weights)
+        }
     }
 
     /// Same as `load(path:)`, from bytes already in memory; `name` is used in error messages.
@@ -24,15 +26,41 @@ public enum ONNXLoader {
         return try weights.charging {
             let graph = try importGraph(bytes: bytes, name: name)
             if let outputs { try graph.cut(at: outputs) }
-            try GraphOptimizer.optimize(graph)
-            // The kernels pack the constants their nodes read into copies of about the same size,
-            // which the model then holds: refuse before those copies are allocated.
-            if let budget = options.weightBudgetBytes {
-                let needed = packedEstimate(graph)
-                if needed > budget { throw WeightBudgetExceeded(model: name, neededBytes: needed, budgetBytes: budget) }
-            }
-            return try CompiledModel(graph: graph, options: options, weightMemory: weights)
+            return try compile(graph, name: name, options: options, weights: weights)
         }
+    }
+
+    /// Optimizes and compiles an imported graph, inside `weights.charging`.
+    private static func compile(_ graph: Graph, name: String, options: EngineOptions, weights: MemoryLedger) throws -> CompiledModel {
+        try GraphOptimizer.rewrite(graph)
+        // The kernels pack the constants their nodes read into copies of about the same size,
+        // which the model then holds: refuse before those copies are allocated.
+        if let budget = options.weightBudgetBytes {
+            let needed = packedEstimate(graph)
+            if needed > budget { throw WeightBudgetExceeded(model: name, neededBytes: needed, budgetBytes: budget) }
+        }
+        try GraphOptimizer.prepare(graph)
+        return try CompiledModel(graph: graph, options: options, weightMemory: weights)
+    }
+
+    /// The whole file at `path`, read straight into one array (no second copy through `Data`).
+    static func readFile(_ path: String) throws -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw EngineError("cannot read model file \(path)") }
+        defer { try? handle.close() }
+        let size = Int((try? handle.seekToEnd()) ?? 0)
+        try? handle.seek(toOffset: 0)
+        var bytes = [UInt8](repeating: 0, count: size)
+        var filled = 0
+        let fd = handle.fileDescriptor
+        while filled < size {
+            let n = bytes.withUnsafeMutableBytes { buffer in
+                buffer.baseAddress.map { read(fd, $0 + filled, size - filled) } ?? 0
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw EngineError("cannot read model file \(path): short read at byte \(filled) of \(size)") }
+            filled += n
+        }
+        return bytes
     }
 
     /// Bytes of the constants that nodes read (each counted once): about what the kernels' packed

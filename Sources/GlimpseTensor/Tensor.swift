@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A dense, row-major tensor over 64-byte aligned storage.
 public struct Tensor: @unchecked Sendable, CustomStringConvertible {
     public var shape: Shape
@@ -78,6 +82,13 @@ public struct Tensor: @unchecked Sendable, CustomStringConvertible {
         var inner = shape
         inner.dims.removeFirst()
         return Tensor(shape: inner, dtype: dtype, storage: storage, byteOffset: byteOffset + index * inner.count * dtype.byteSize)
+    }
+
+    /// Whether `other` has the same dtype, shape and bytes (true at once when both view the same bytes).
+    public func sameContents(as other: Tensor) -> Bool {
+        guard dtype == other.dtype, shape == other.shape else { return false }
+        if storage === other.storage && byteOffset == other.byteOffset { return true }
+        return memcmp(rawPointer, other.rawPointer, byteCount) == 0
     }
 
     public var description: String { "Tensor(\(dtype.rawValue)\(shape))" }

@@ -26,6 +26,20 @@ final class ModelMemoryTests: XCTestCase {
         XCTAssertLessThan(s.weightBytes, l.weightBytes / 4, "digits-small has 8/16 channels")
     }
 
+    /// A model holds its weights about once: packed, not also as imported, and packed once where
+    /// two passes share them (cifar10-large runs the image and its mirror image through the same
+    /// weights; it held 5.1 MB of weights for a 1.66 MB file when each pass packed its own copy and
+    /// the imported constants stayed).
+    func testWeightsAreHeldAboutOnce() throws {
+        for name in ["cifar10-large", "mobilenetv2-12-int8"] {
+            let path = (models as NSString).appendingPathComponent(name + ".onnx")
+            let fileBytes = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+            let model = try ONNXLoader.load(path: path, options: EngineOptions(threads: 1, widenFixedBatch: true))
+            XCTAssertLessThan(model.weightMemory.bytes, fileBytes + fileBytes / 5,
+                              "\(name): \(model.weightMemory.bytes) bytes of weights for a \(fileBytes)-byte file")
+        }
+    }
+
     /// Calibration times batches of 1, 2, 4 and 8 but keeps only batch 1's plan, so that a reload does
     /// not hold a plan per size twice (old and new version) while the old one still serves; a later
     /// batch builds its plan again.

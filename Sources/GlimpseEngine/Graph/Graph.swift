@@ -8,6 +8,9 @@ public final class Graph {
         /// Known data (initializers, folded constants). Constants are float32 unless they hold
         /// integers (shapes, indices, quantized data).
         public var constant: Tensor?
+        /// The type of a constant whose data was dropped after `prepare` because every reader runs
+        /// from its own packed copy (`ReleaseConstants`); planning still needs its type.
+        public var packedAway: ValueType? = nil
     }
 
     public struct Node {
@@ -40,13 +43,19 @@ public final class Graph {
 
     @discardableResult
     public func addValue(name: String, constant: Tensor? = nil) -> Int {
-        values.append(Value(name: name, constant: constant))
+        values.append(Value(name: name, constant: constant, packedAway: nil))
         return values.count - 1
     }
 
     public func isConstant(_ v: Int) -> Bool { v != Graph.noValue && values[v].constant != nil }
 
     public func constant(_ v: Int) -> Tensor? { v == Graph.noValue ? nil : values[v].constant }
+
+    /// The type of a constant, also of one whose data was packed away (`Value.packedAway`).
+    public func constantType(_ v: Int) -> ValueType? {
+        guard v != Graph.noValue else { return nil }
+        return values[v].constant.map { ValueType($0.shape.dims, $0.dtype) } ?? values[v].packedAway
+    }
 
     /// Number of node inputs and graph outputs reading each value.
     public func useCounts() -> [Int] {

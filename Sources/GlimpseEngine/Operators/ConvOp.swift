@@ -28,7 +28,7 @@ public final class ConvOp: Operator {
     var winogradEligible = false
     /// The weights' Winograd transforms, packed by the first plan that runs them (1.8 times the
     /// weights; not kept for layers whose planes never qualify, such as ResNet-50's odd 7×7 ones).
-    private let winogradPacked = Locked<TensorStorage?>(nil)
+    private var winogradPacked = Locked<TensorStorage?>(nil)
     var bias: [Float] = []
     var biasStorage = Tensor(shape: [1])
     var scaleStorage: Tensor?
@@ -95,6 +95,44 @@ public final class ConvOp: Operator {
             f32_conv_8x16_direct.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
             direct = d
         }
+    }
+
+    /// The weights (input 1) of a convolution that is not depthwise run from `packed`, `direct` and
+    /// the Winograd transforms made from `packed`; the bias (input 2) from `biasStorage`.
+    public func packedAway(input: Int) -> Bool { (input == 1 && plainWeights == nil && packed != nil) || input == 2 }
+
+    /// Whether `prepare(constants:)` would pack what `other` (already prepared with `otherConstants`)
+    /// packed: the same weights, bias, grouping, window and requantization. Activation, residual and
+    /// fused pool do not change the packing.
+    func packsLike(_ other: ConvOp, constants: [Tensor?], otherConstants: [Tensor?]) -> Bool {
+        guard group == other.group, window == other.window, outputScale == other.outputScale,
+              constants.count >= 2, otherConstants.count >= 2,
+              let w = constants[1], let ow = otherConstants[1], w.sameContents(as: ow) else { return false }
+        let b = constants.count > 2 ? constants[2] : nil, ob = otherConstants.count > 2 ? otherConstants[2] : nil
+        switch (b, ob) {
+        case (nil, nil): return true
+        case let (b?, ob?): return b.sameContents(as: ob)
+        default: return false
+        }
+    }
+
+    /// Takes `other`'s prepared weights instead of packing its own (see `packsLike`), the Winograd
+    /// transforms included, packed once by whichever of the two is planned first. Models that run the
+    /// same weights on several inputs (test-time augmentation, Siamese towers) then hold one copy.
+    func sharePrepared(from other: ConvOp) {
+        outChannels = other.outChannels
+        inPerGroup = other.inPerGroup
+        kernel = other.kernel
+        bias = other.bias
+        biasStorage = other.biasStorage
+        scaleStorage = other.scaleStorage
+        isDepthwise = other.isDepthwise
+        plainWeights = other.plainWeights
+        direct = other.direct
+        laneWeights = other.laneWeights
+        packed = other.packed
+        winogradEligible = other.winogradEligible
+        winogradPacked = other.winogradPacked
     }
 
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {

@@ -63,6 +63,9 @@ public final class GemmOp: Operator {
         }
     }
 
+    /// B runs from `packedB`, a constant C from `biasTensor`.
+    public func packedAway(input: Int) -> Bool { (input == 1 && packedB != nil) || (input == 2 && biasTensor != nil) }
+
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
         let a = inputs[0].shape
         guard a.count >= 2 else { throw EngineError("A must have rank ≥ 2, got \(a)") }

@@ -54,6 +54,9 @@ public protocol Operator: AnyObject {
     /// kernel reads each of its elements only where, and before, it writes the same element of the
     /// output. Nil (the default) when there is none.
     func inPlaceInput(_ inputs: [ValueType]) -> Int?
+    /// Whether, once prepared, the operator runs from its own packed copy of constant input `input`
+    /// and never reads the graph's data for it again (`ReleaseConstants` then drops that data).
+    func packedAway(input: Int) -> Bool
 }
 
 extension Operator {
@@ -63,6 +66,7 @@ extension Operator {
     public func prepare(constants: [Tensor?]) throws {}
     public func flops(_ inputs: [ValueType], _ outputs: [ValueType]) -> Int { 0 }
     public func inPlaceInput(_ inputs: [ValueType]) -> Int? { nil }
+    public func packedAway(input: Int) -> Bool { false }
 }
 
 /// A kernel built from a closure, for simple operators.

@@ -1,7 +1,7 @@
 import GlimpseKernels
 
 /// Window attributes shared by Conv and the pooling operators (ONNX semantics).
-public struct WindowAttributes: Sendable {
+public struct WindowAttributes: Sendable, Equatable {
     public enum AutoPad: String, Sendable { case notSet = "NOTSET", sameUpper = "SAME_UPPER", sameLower = "SAME_LOWER", valid = "VALID" }
     public var kernelShape: [Int]?
     public var strides: [Int]

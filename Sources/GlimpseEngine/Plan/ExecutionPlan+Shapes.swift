@@ -16,6 +16,7 @@ extension ExecutionPlan {
         var types = [ValueType?](repeating: nil, count: count)
         var known = [Tensor?](repeating: nil, count: count)
         for (i, v) in graph.values.enumerated() {
+            if let t = v.packedAway { types[i] = t }
             guard let constant = v.constant else { continue }
             known[i] = constant
             types[i] = ValueType(constant.shape.dims, constant.dtype)

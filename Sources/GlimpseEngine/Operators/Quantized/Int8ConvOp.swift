@@ -15,7 +15,8 @@ public final class Int8ConvOp: Operator {
     public var opType: String { "QLinearConv" }
     public let window: WindowAttributes
     public let group: Int
-    let weights: Tensor
+    /// The int8 weights until `prepare` packs them (then dropped).
+    private var weights: Tensor?
     let requantization: Requantization
     let inputZeroPoint: UInt8
     let outChannels: Int
@@ -52,7 +53,8 @@ public final class Int8ConvOp: Operator {
     }
 
     public func prepare(constants: [Tensor?]) throws {
-        guard packed == nil && depthwiseWeights == nil else { return }
+        guard packed == nil && depthwiseWeights == nil, let weights else { return }
+        defer { self.weights = nil }
         let w = UnsafePointer(weights.pointer(as: Int8.self))
         let k = inPerGroup * kernel[0] * kernel[1]
         var r = requantization
@@ -89,6 +91,9 @@ public final class Int8ConvOp: Operator {
         let g = try window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel)
         return g
     }
+
+    /// Every input but x was resolved when the operator was built, and the weights are packed.
+    public func packedAway(input: Int) -> Bool { input != 0 && (packed != nil || depthwiseWeights != nil) }
 
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
         guard inputs[0].dtype == .uint8 else { throw EngineError("input must be uint8, got \(inputs[0].dtype.rawValue)") }

@@ -142,7 +142,8 @@ public final class Int8GlobalAveragePoolOp: Operator {
 /// or per column), uint8 output: `QS8Gemv` per row of A.
 public final class Int8MatMulOp: Operator {
     public var opType: String { "QLinearMatMul" }
-    let weights: Tensor
+    /// The int8 weights until `prepare` packs them (then dropped).
+    private var weights: Tensor?
     let inputZeroPoint: UInt8
     let scales: [Float]
     let outputZeroPoint: Int32
@@ -160,8 +161,12 @@ public final class Int8MatMulOp: Operator {
         gemv = QS8Gemv(k: weights.shape[0], n: weights.shape[1])
     }
 
+    /// Every input but A was resolved when the operator was built, and B is packed.
+    public func packedAway(input: Int) -> Bool { input != 0 && packed != nil }
+
     public func prepare(constants: [Tensor?]) throws {
-        guard packed == nil else { return }
+        guard packed == nil, let weights else { return }
+        defer { self.weights = nil }
         let w = UnsafePointer(weights.pointer(as: Int8.self))
         let p = TensorStorage(byteCount: gemv.packedCount)
         gemv.pack(w, into: p.bytes.assumingMemoryBound(to: Int8.self))
