@@ -6,12 +6,19 @@ import GlimpseTensor
 public enum ONNXLoader {
     /// Reads, imports and compiles the model at `path`. Errors name the file, and for unsupported
     /// operators the op type and node name.
-    public static func load(path: String, options: EngineOptions = .init()) throws -> CompiledModel {
+    /// `verify`, when given, sees the file's bytes before they are imported, and may refuse them by
+    /// throwing (a checksum).
+    public static func load(path: String, options: EngineOptions = .init(),
+                            verify: (([UInt8]) throws -> Void)? = nil) throws -> CompiledModel {
         let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
         let weights = MemoryLedger()
         return try weights.charging {
             // The file's bytes are freed once imported, before the weights are packed and planned.
-            let graph = try importGraph(bytes: try readFile(path), name: name)
+            let graph = try {
+                let bytes = try readFile(path)
+                try verify?(bytes)
+                return try importGraph(bytes: bytes, name: name)
+            }()
             return try compile(graph, name: name, options: options, weights: weights)
         }
     }

@@ -139,6 +139,23 @@ final class ModelPullTests: XCTestCase {
         XCTAssertFalse(exists("mnist-8.json"))
     }
 
+    /// A full disk while the download is written: the `.part` is a link to /dev/full, where every write
+    /// fails with ENOSPC. The error says so, and the partial file is removed, not kept for a resume.
+    func testFullDiskRemovesThePartialFileAndSaysWhy() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: path("mnist-8.onnx.part"), withDestinationPath: "/dev/full")
+        XCTAssertThrowsError(try puller().pull(try entry("mnist-8"))) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("No space left on device") && text.contains("was removed"), text)
+        }
+        XCTAssertNil(try? FileManager.default.destinationOfSymbolicLink(atPath: path("mnist-8.onnx.part")), "the partial file is still there")
+        XCTAssertFalse(exists("mnist-8.onnx"))
+        XCTAssertFalse(exists("mnist-8.json"))
+        // With space again, the pull starts over and succeeds.
+        try puller().pull(try entry("mnist-8"))
+        XCTAssertEqual(try SHA256.hex(ofFile: path("mnist-8.onnx")), "2f06e72de813a8635c9bc0397ac447a601bdbfa7df4bebc278723b958831c9bf")
+    }
+
     func testInterruptedDownloadResumesWithRange() throws {
         server.behaviour = .cutAfter(10_000)
         XCTAssertThrowsError(try puller().pull(try entry("mnist-8"))) { error in

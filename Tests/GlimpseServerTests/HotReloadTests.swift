@@ -84,6 +84,29 @@ final class HotReloadTests: XCTestCase {
         let ok = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
         XCTAssertEqual(try JSONValue.parse([UInt8](ok.body))["result"]?["predictions"]?[0]?["label"]?.stringValue, "6")
     }
+
+    /// A bit flipped in the weights still parses: only a checksum tells. With `sha256` in the metadata,
+    /// the reload is refused, the error names the model, both hashes and no path, and the loaded
+    /// version keeps serving.
+    func testBitFlippedReplacementIsRefusedByTheChecksumInItsMetadata() throws {
+        let dir = try folderWithCopiedMNIST()
+        try #"{"preprocessing": "mnist", "sha256": "2f06e72de813a8635c9bc0397ac447a601bdbfa7df4bebc278723b958831c9bf"}"#
+            .write(to: dir.appendingPathComponent("mnist-8.json"), atomically: true, encoding: .utf8)
+        let server = try GlimpseProcess(arguments: ["--models", dir.path, "--admin-without-auth"])
+        defer { server.stop() }
+        let file = dir.appendingPathComponent("mnist-8.onnx")
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count / 2] ^= 0x10
+        try bytes.write(to: file)
+        let reply = try reload(server)
+        XCTAssertEqual(reply["error"]?["code"]?.intValue, -32002, reply.jsonString)
+        let message = reply["error"]?["message"]?.stringValue ?? ""
+        XCTAssertTrue(message.contains("mnist-8") && message.contains("sha256")
+                      && message.contains("2f06e72de813a8635c9bc0397ac447a601bdbfa7df4bebc278723b958831c9bf"), reply.jsonString)
+        XCTAssertFalse(reply.jsonString.contains(dir.path), "no server paths in the error")
+        let ok = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"), model: "mnist-8"))
+        XCTAssertEqual(try JSONValue.parse([UInt8](ok.body))["result"]?["predictions"]?[0]?["label"]?.stringValue, "6")
+    }
 }
 
 /// An encrypted model (`*.onnx.enc`) served with `--model-key-file`: a tampered replacement is refused

@@ -34,11 +34,17 @@ public final class HTTPDownloader: @unchecked Sendable {
         self.maxRedirects = maxRedirects
     }
 
+    /// Bytes in the file at `path` (following links; 0 when there is none).
+    static func fileSize(_ path: String) -> Int64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
     /// Fetches `url` into `partPath`. When the file exists with N bytes, asks for `bytes=N-` and appends
     /// if the server answers 206; a 200 answer restarts from zero. `expectedSize` caps the body.
     public func download(_ url: URL, to partPath: String, expectedSize: Int64? = nil,
                          progress: @escaping @Sendable (Progress) -> Void = { _ in }) throws -> Outcome {
-        var existing = Int64((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0)
+        var existing = Self.fileSize(partPath)
         if let expectedSize, existing > expectedSize {
             try? FileManager.default.removeItem(atPath: partPath)
             existing = 0
@@ -79,8 +85,13 @@ public final class HTTPDownloader: @unchecked Sendable {
             return try download(url, to: partPath, expectedSize: expectedSize, progress: progress)
         }
         if let error = task.failure {
-            // Keep a partial download for the next attempt, but not an empty file.
-            if (try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) == 0 {
+            // A write that failed (a full disk) removes the partial file: keeping it would hold the space
+            // the next attempt needs. A network failure keeps it for a resume, unless it is empty.
+            if task.writeFailed {
+                try? FileManager.default.removeItem(atPath: partPath)
+                throw PullError("\(error.description); the partial download \(partPath) was removed")
+            }
+            if Self.fileSize(partPath) == 0 {
                 try? FileManager.default.removeItem(atPath: partPath)
             }
             throw error
@@ -100,6 +111,8 @@ private final class DownloadTask: NSObject, URLSessionDataDelegate, @unchecked S
     let done = DispatchSemaphore(value: 0)
 
     var failure: PullError?
+    /// Whether the failure was writing the file (not the network).
+    var writeFailed = false
     var status = 0
     var resumedFrom: Int64 = 0
     var written: Int64 = 0
@@ -116,6 +129,32 @@ private final class DownloadTask: NSObject, URLSessionDataDelegate, @unchecked S
         self.maxRedirects = maxRedirects
         self.progress = progress
         self.total = expectedSize
+    }
+
+    /// Writes all of `data` at the file's offset; the errno of a failed write, or nil.
+    static func writeAll(_ data: Data, to fd: Int32) -> Int32? {
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Int32? in
+            guard var p = buffer.baseAddress else { return nil }
+            var left = buffer.count
+            while left > 0 {
+                let n = write(fd, p, left)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return n < 0 ? errno : EIO }
+                p += n
+                left -= n
+            }
+            return nil
+        }
+    }
+
+    /// A file error as the system names it ("No space left on device"), with its errno where known.
+    static func describe(_ error: Error) -> String {
+        let ns = error as NSError
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        return "\(error)"
     }
 
     func fail(_ message: String) {
@@ -160,8 +199,11 @@ private final class DownloadTask: NSObject, URLSessionDataDelegate, @unchecked S
             case 200:
                 resumedFrom = 0
                 written = 0
-                try handle.truncate(atOffset: 0)
-                try handle.seek(toOffset: 0)
+                // A fresh file is empty and at offset 0 already.
+                if existing > 0 {
+                    try handle.truncate(atOffset: 0)
+                    try handle.seek(toOffset: 0)
+                }
                 if let length { total = length }
             default:
                 let reason = HTTPURLResponse.localizedString(forStatusCode: http.statusCode)
@@ -169,7 +211,8 @@ private final class DownloadTask: NSObject, URLSessionDataDelegate, @unchecked S
                 return completionHandler(.cancel)
             }
         } catch {
-            fail("cannot write the download: \(error)")
+            writeFailed = true
+            fail("cannot write the download: \(Self.describe(error))")
             return completionHandler(.cancel)
         }
         if let expectedSize, let total, total != expectedSize {
@@ -187,10 +230,9 @@ private final class DownloadTask: NSObject, URLSessionDataDelegate, @unchecked S
             dataTask.cancel()
             return
         }
-        do {
-            try handle.write(contentsOf: data)
-        } catch {
-            fail("cannot write the download: \(error)")
+        if let failed = Self.writeAll(data, to: handle.fileDescriptor) {
+            writeFailed = true
+            fail("cannot write the download: \(String(cString: strerror(failed)))")
             dataTask.cancel()
             return
         }

@@ -13,9 +13,11 @@ public struct MetadataDocument: Codable, Sendable, Hashable {
     public var version: VersionValue?
     public var accuracy: Double?
     public var accuracyDataset: String?
+    /// SHA-256 of the model file (64 hex digits): when given, a load refuses a file that differs.
+    public var sha256: String?
 
     enum CodingKeys: String, CodingKey {
-        case file, preprocessing, labels, family, variant, version, accuracy
+        case file, preprocessing, labels, family, variant, version, accuracy, sha256
         case accuracyDataset = "accuracy_dataset"
     }
 
@@ -39,9 +41,14 @@ public struct MetadataDocument: Codable, Sendable, Hashable {
         if let accuracy, !(accuracy >= 0 && accuracy <= 1) {
             throw MetadataError("\(name): \"accuracy\" must be a number between 0 and 1")
         }
-        return ModelMetadata(name: name, file: file, preprocessing: try preprocessing.resolve(name: name), labelsFile: labels,
-                             family: family, variant: variant, version: version?.text ?? "1",
-                             accuracy: accuracy, accuracyDataset: accuracyDataset)
+        if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
+            throw MetadataError("\(name): \"sha256\" must be 64 hex digits")
+        }
+        var metadata = ModelMetadata(name: name, file: file, preprocessing: try preprocessing.resolve(name: name), labelsFile: labels,
+                                     family: family, variant: variant, version: version?.text ?? "1",
+                                     accuracy: accuracy, accuracyDataset: accuracyDataset)
+        metadata.sha256 = sha256?.lowercased()
+        return metadata
     }
 
     /// A short reason for a decoding error: the member path and what was wrong.

@@ -8,7 +8,8 @@ import GlimpseTensor
 /// { "preprocessing": "imagenet",            // a preset name, or an object (see `Preprocessing`)
 ///   "labels": "imagenet_classes.txt",       // path relative to the model folder
 ///   "family": "squeezenet1.1", "variant": "fp32", "version": "1",
-///   "accuracy": 0.581, "accuracy_dataset": "ImageNet val (top-1)" }
+///   "accuracy": 0.581, "accuracy_dataset": "ImageNet val (top-1)",
+///   "sha256": "…" }                         // optional: a load refuses a file that differs
 /// ```
 /// `accuracy` (0…1) ranks the variants of a family for dynamic selection; without it a variant ranks
 /// below every variant that has one.
@@ -24,6 +25,8 @@ public struct ModelMetadata: Sendable, Hashable {
     /// Measured top-1 accuracy (0…1) and the data set it was measured on.
     public var accuracy: Double?
     public var accuracyDataset: String?
+    /// SHA-256 of the model file, lowercase hex, when the metadata gives one: loads verify it.
+    public var sha256: String?
 
     public init(name: String, file: String, preprocessing: Preprocessing, labelsFile: String? = nil,
                 family: String? = nil, variant: String? = nil, version: String = "1",

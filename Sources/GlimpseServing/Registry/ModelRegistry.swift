@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GlimpseEngine
 import GlimpseONNX
@@ -42,6 +43,16 @@ public final class ModelRegistry: @unchecked Sendable {
         }
     }
 
+    /// Refuses a model file whose SHA-256 differs from the one its metadata gives.
+    static func verify(_ bytes: [UInt8], sha256 expected: String, metadata: ModelMetadata) throws {
+        let actual = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        guard actual == expected else {
+            throw ServingError.modelUnavailable(
+                "model \(metadata.name): \(metadata.file) does not match the sha256 in its metadata "
+                + "(expected \(expected), got \(actual)); the file is damaged or was replaced")
+        }
+    }
+
     private func loadUnrecorded(_ metadata: ModelMetadata, directory: String) throws -> LoadedModel {
         let path = (directory as NSString).appendingPathComponent(metadata.file)
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).resolvingSymlinksInPath) else {
@@ -61,7 +72,9 @@ public final class ModelRegistry: @unchecked Sendable {
                 let bytes = try EncryptedModelFile.open(path: path, keyring: configuration.modelKeys)
                 compiled = try ONNXLoader.load(bytes: bytes, name: EncryptedModelFile.boundName(forPath: path), options: options)
             } else {
-                compiled = try ONNXLoader.load(path: path, options: options)
+                compiled = try ONNXLoader.load(path: path, options: options, verify: metadata.sha256.map { expected in
+                    { bytes in try Self.verify(bytes, sha256: expected, metadata: metadata) }
+                })
             }
         } catch let refused as WeightBudgetExceeded {
             throw ServingError.modelUnavailable(
