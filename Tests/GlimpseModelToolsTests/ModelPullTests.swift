@@ -88,6 +88,8 @@ final class ModelPullTests: XCTestCase {
         XCTAssertFalse(exists("mnist-8.onnx.part"))
         let sidecar = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path("mnist-8.json")))) as? [String: Any]
         XCTAssertEqual(sidecar?["preprocessing"] as? String, "mnist")
+        XCTAssertEqual(sidecar?["sha256"] as? String, "2f06e72de813a8635c9bc0397ac447a601bdbfa7df4bebc278723b958831c9bf",
+                       "the sidecar carries the checksum every later load verifies")
         XCTAssertTrue(events.all.contains { if case .verified("mnist-8.onnx", _, false) = $0 { return true }; return false })
         XCTAssertEqual(server.requests.map(\.path), ["/mnist-8.onnx"])
         XCTAssertNil(server.requests[0].range)

@@ -58,7 +58,10 @@ public struct ModelCatalog: Sendable {
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            entries[name] = Entry(name: name, model: model, files: needs, sidecar: try encoder.encode(entry.metadata))
+            // The sidecar carries the model file's checksum, so every later load verifies the file.
+            var metadata = entry.metadata
+            metadata.sha256 = model.sha256
+            entries[name] = Entry(name: name, model: model, files: needs, sidecar: try encoder.encode(metadata))
         }
         self.entries = entries
     }
