@@ -89,7 +89,12 @@ final class FaultTests: XCTestCase {
         let afterSecond = Self.rssMiB(server)
         print("RSS after 30 abandoned calls: \(afterFirst) MiB; after 30 more: \(afterSecond) MiB")
         // Each abandoned call decodes up to 8 images (0.6 MB of pixels each): held, 30 calls would add far more.
-        XCTAssertLessThan(afterSecond, afterFirst + 16, "memory grows with abandoned calls")
+        // Under a sanitizer (scripts/sanitize.sh) RSS is not the measure: ASan holds freed memory in its
+        // quarantine by design, so there only the in-flight count above is checked.
+        let environment = ProcessInfo.processInfo.environment
+        if environment["ASAN_OPTIONS"] == nil && environment["TSAN_OPTIONS"] == nil {
+            XCTAssertLessThan(afterSecond, afterFirst + 16, "memory grows with abandoned calls")
+        }
         XCTAssertTrue(server.process.isRunning, server.log.suffix(2000).description)
         // The workers are free: a call is answered at once, over both protocols.
         for http2 in [true, false] {
