@@ -60,10 +60,11 @@ final class FaultTests: XCTestCase {
         }
         for _ in 0..<count {
             let client = try H2Client(host: "127.0.0.1", port: server.port, requestTimeout: 30)
-            let call = Task { try? await client.post(path: "/rpc", headers: [("content-type", "application/json")], body: body) }
+            Task { _ = try? await client.post(path: "/rpc", headers: [("content-type", "application/json")], body: body) }
             try await Task.sleep(nanoseconds: 5_000_000)
+            // The call fails with the connection. It is not awaited: once in three sanitizer runs the test
+            // client's `close` left a call it had taken unresolved (glimpse-load's client, not the server).
             client.close()
-            _ = await call.value
         }
     }
 
@@ -75,7 +76,9 @@ final class FaultTests: XCTestCase {
     }
 
     func testClientsThatLeaveMidUploadOrMidInferenceLeaveNothingBehind() async throws {
-        let server = try GlimpseProcess(arguments: ["--models", try folder("faults-clients").path, "--threads", "1"])
+        // The queue-wait cap scales with instrumented builds' slower engine, as in DrainTests.
+        let server = try GlimpseProcess(arguments: ["--models", try folder("faults-clients").path, "--threads", "1",
+                                                    "--max-queue-wait-ms", String(Int(TestTime.seconds(2000)))])
         defer { server.stop() }
         let image = try SharedData.data("images/imagenet/kitten_small.jpg").base64EncodedString()
         let call: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": "classify",
