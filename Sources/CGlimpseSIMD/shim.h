@@ -48,6 +48,38 @@ GLIMPSE_INLINE void glimpse_copy_u8_first64(void *dst, const void *src, int coun
     _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
 }
 
+/// Four vectors of sixteen int32 to 64 bytes in order (a's sixteen, then b's, c's, d's), with
+/// saturation (signed to int16, then unsigned to uint8) and raised to at least `lower`. The packs
+/// work within 128-bit lanes, so lane L of the packed vector holds four values of each of a, b, c, d;
+/// one dword permutation puts them in order.
+GLIMPSE_INLINE __m512i glimpse_pack4_i32_u8_512(__m512i a, __m512i b, __m512i c, __m512i d, unsigned char lower) {
+    __m512i v = _mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_max_epu8(_mm512_permutexvar_epi32(order, v), _mm512_set1_epi8((char)lower));
+}
+
+/// Lane-wise minimum (`vminps`; where `v` is NaN the result is `upper`).
+GLIMPSE_INLINE __m512 glimpse_min_f32_512(__m512 v, __m512 upper) { return _mm512_min_ps(v, upper); }
+
+/// 64 bytes of a padded plane from one run of `count` (0...64) input bytes at `src`: byte j is
+/// byte `pattern[j]` of the run where bit j of `interior` is set, `fill` elsewhere. Reads no byte
+/// past the run (masked load) and writes all 64 bytes at `dst`.
+GLIMPSE_INLINE void glimpse_expand_run_u8_64(void *dst, const void *src, int count, __m512i pattern,
+                                             unsigned long long interior, unsigned char fill) {
+    __mmask64 m = count >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << count) - 1);
+    __m512i run = _mm512_maskz_loadu_epi8(m, src), pad = _mm512_set1_epi8((char)fill);
+#if defined(__AVX512VBMI__)
+    _mm512_storeu_si512(dst, _mm512_mask_permutexvar_epi8(pad, (__mmask64)interior, pattern, run));
+#else
+    unsigned char in[64], ix[64], out[64];
+    _mm512_storeu_si512((void *)in, run);
+    _mm512_storeu_si512((void *)ix, pattern);
+    for (int j = 0; j < 64; j++) out[j] = (interior >> j) & 1 ? in[ix[j] & 63] : fill;
+    _mm512_storeu_si512(dst, _mm512_loadu_si512((const void *)out));
+    (void)pad;
+#endif
+}
+
 /// Four bytes broadcast to all sixteen 32-bit lanes.
 GLIMPSE_INLINE __m512i glimpse_broadcast32_512(int value) { return _mm512_set1_epi32(value); }
 

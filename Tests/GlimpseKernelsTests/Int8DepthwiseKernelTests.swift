@@ -6,7 +6,8 @@ import XCTest
 final class Int8DepthwiseKernelTests: XCTestCase {
     typealias Bytes = Int8KernelTests.Bytes
 
-    /// MobileNet's 3×3 windows (stride 1 and 2, padding 1) on planes from 1×1 to wider than 64, and
+    /// MobileNet's 3×3 windows (stride 1 and 2, padding 1) on planes from 1×1 to wider than 64 (narrow
+    /// ones copied 64 padded bytes at a time, runs of four full tiles stored packed), and
     /// random windows (1...5 and up to 9 wide, strides 1...3, dilation, asymmetric padding).
     func geometry(_ rng: inout TestRandom, trial: Int) -> ConvGeometry {
         switch trial % 3 {
@@ -32,7 +33,7 @@ final class Int8DepthwiseKernelTests: XCTestCase {
 #else
         var rng = TestRandom(seed: 31)
         var outputs = Set<UInt8>()
-        for trial in 0..<90 {
+        for trial in 0..<120 {
             let g = geometry(&rng, trial: trial)
             let channels = rng.int(1...6)
             let zx = trial % 4 == 0 ? UInt8(0) : UInt8(rng.int(0...255))
@@ -43,8 +44,10 @@ final class Int8DepthwiseKernelTests: XCTestCase {
             let base = 1 / (Float(taps).squareRoot() * 300)
             let scales = trial % 2 == 0 ? (0..<channels).map { _ in base * (0.25 + abs(rng.float()) * 2) }
                                         : [Float](repeating: base, count: channels)
+            let zeroPoint = trial % 5 == 0 ? 0 : Int32(rng.int(0...255))
+            let (lower, upper) = Int8KernelTests.fusedClip(&rng, zeroPoint: zeroPoint)
             let r = Requantization(bias: (0..<channels).map { _ in Int32(rng.int(-20000...20000)) }, scale: scales,
-                                   zeroPoint: trial % 5 == 0 ? 0 : Int32(rng.int(0...255)))
+                                   zeroPoint: zeroPoint, lower: lower, upper: upper)
             let ref = Bytes(channels * g.outPixels), out = Bytes(channels * g.outPixels)
             QS8ConvReference.conv(x: x.u8, inputZeroPoint: zx, w: w.s8, group: channels, geometry: g, outChannels: channels,
                                   requant: r, y: ref.u8)

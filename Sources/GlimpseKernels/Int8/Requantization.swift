@@ -62,6 +62,20 @@ public struct Requantization: Sendable {
         return simdNarrowU8(simdRoundToInt32(r) &+ SIMD16<Int32>(repeating: zeroPoint))
     }
 
+#if GLIMPSE_VNNI
+    /// `lower` as a byte (the zero point added back).
+    @inlinable public var lowerByte: UInt8 { UInt8(clamping: Int32(lower) + zeroPoint) }
+
+    /// The first half of `store16Biased` for kernels that pack several vectors at once: the scaled
+    /// sums clamped above only, rounded, plus the zero point, still as int32. Lanes below `lower`
+    /// are left to the caller's saturating pack and byte maximum.
+    @inlinable @inline(__always)
+    public func scaledToZeroPoint(_ acc: SIMD16<Int32>, _ scale: SIMD16<Float>) -> SIMD8<Int64> {
+        let f = glimpse_min_f32_512(simdFloat(acc) * scale, SIMD16<Float>(repeating: upper))
+        return unsafeBitCast(simdRoundToInt32(f) &+ SIMD16<Int32>(repeating: zeroPoint), to: SIMD8<Int64>.self)
+    }
+#endif
+
     /// Stores the first `count` (≤ 16) bytes of `v` at `dst`.
     @inlinable @inline(__always)
     public static func store(_ v: SIMD16<UInt8>, to dst: UnsafeMutablePointer<UInt8>, count: Int) {

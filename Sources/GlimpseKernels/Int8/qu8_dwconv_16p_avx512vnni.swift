@@ -28,6 +28,15 @@ public struct QU8DepthwiseVNNI: @unchecked Sendable {
     let tiles: [SIMD4<Int32>]
     /// Byte permutations, 64 bytes each (deduplicated across tiles).
     let patterns: [SIMD64<UInt8>]
+    /// Narrow planes (`planeWidth` ≤ 32) are copied 64 padded bytes at a time: per 64 bytes, the input
+    /// run they take (first byte, count) and which of them are input (the rest is padding), with
+    /// `runPatterns` placing the run's bytes. Empty for wider planes, which are copied row by row.
+    let runs: [SIMD4<Int64>]
+    let runPatterns: [SIMD64<UInt8>]
+    /// Whether most tiles come in fours of full, consecutive tiles (planes narrower than 16, and rows
+    /// of a multiple of 64 pixels or long ones), which the 3×3 kernel then stores packed. Elsewhere (56
+    /// or 28 wide, 7×7) the packed kernel's checks cost more than it saves.
+    let packsFourTiles: Bool
 
     /// `nil` when one output pixel's taps of a kernel row span more than 128 bytes.
     public init?(geometry g: ConvGeometry, inputZeroPoint: UInt8) {
@@ -82,10 +91,53 @@ public struct QU8DepthwiseVNNI: @unchecked Sendable {
         }
         self.tiles = tiles
         self.patterns = patterns
+        (runs, runPatterns) = Self.planeRuns(g, rows: rows, planeWidth: pw)
+        var packed = 0, i = 0
+        while i < tiles.count {
+            if i + 4 <= tiles.count && tiles[i][1] == 16 && tiles[i + 3][0] == tiles[i][0] + 48 && tiles[i + 3][1] == 16 {
+                packed += 4
+                i += 4
+            } else {
+                i += 1
+            }
+        }
+        packsFourTiles = 2 * packed >= tiles.count
     }
 
-    /// Scratch bytes per thread: the padded plane and 128 bytes of slack for the last loads.
-    public var scratchBytes: Int { rows * planeWidth + 128 }
+    /// The 64-byte pieces of the padded plane for `copyPlaneRuns` (none when the plane is wider than
+    /// 32 bytes: its rows are long enough to copy one by one). The input bytes of any 64 padded bytes
+    /// are consecutive in the input, since padding only adds bytes between them.
+    static func planeRuns(_ g: ConvGeometry, rows: Int, planeWidth pw: Int) -> ([SIMD4<Int64>], [SIMD64<UInt8>]) {
+        guard pw <= 32 else { return ([], []) }
+        var runs: [SIMD4<Int64>] = [], patterns: [SIMD64<UInt8>] = []
+        let total = rows * pw
+        var q = 0
+        while q < total {
+            var first = -1, interior: UInt64 = 0
+            var pattern = SIMD64<UInt8>()
+            for b in 0..<64 where q + b < total {
+                let iy = (q + b) / pw - g.padTop, ix = (q + b) % pw - g.padLeft
+                guard iy >= 0 && iy < g.inHeight && ix >= 0 && ix < g.inWidth else { continue }
+                let index = iy * g.inWidth + ix
+                if first < 0 { first = index }
+                guard index - first < 64 else { return ([], []) }
+                pattern[b] = UInt8(index - first)
+                interior |= 1 << UInt64(b)
+            }
+            let count = first < 0 ? 0 : Int(pattern.max()) + 1
+            runs.append(SIMD4(Int64(max(first, 0)), Int64(count), Int64(bitPattern: interior), 0))
+            patterns.append(pattern)
+            q += 64
+        }
+        return (runs, patterns)
+    }
+
+    /// Bytes from one padded plane to the next in the scratch: the plane and 128 bytes of slack for
+    /// the last loads (and for the last 64-byte piece of `copyPlaneRuns`), to a multiple of 64.
+    var planeStride: Int { (rows * planeWidth + 128 + 63) / 64 * 64 }
+    /// Scratch bytes per thread: one padded plane, or two for narrow planes (`runChannels` fills one
+    /// while it reads the other).
+    public var scratchBytes: Int { runs.isEmpty ? planeStride : 2 * planeStride }
 
     /// Weight words per channel: `[KH][chunks]`, four s8 taps each (zeros past KW).
     public var wordsPerChannel: Int { geometry.kernelHeight * chunks }
@@ -115,18 +167,37 @@ public struct QU8DepthwiseVNNI: @unchecked Sendable {
     public func runChannels(_ channels: Range<Int>, x: UnsafePointer<UInt8>, w: UnsafePointer<Int32>, y: UnsafeMutablePointer<UInt8>,
                             requant rq: RequantPointers, scratch: UnsafeMutablePointer<UInt8>) {
         let g = geometry
+        // Narrow planes (copied by `copyPlaneRuns`) use two padded planes, filled one channel ahead:
+        // the tiles of channel c then read a plane whose stores are long done (reading a plane just
+        // stored stalls on store forwarding). Wide planes are copied row by row into one.
+        let ahead = !runs.isEmpty
+        let second = ahead ? scratch + planeStride : scratch
         fillPadding(scratch)
+        guard let firstChannel = channels.first else { return }
+        if ahead { copyPlaneRuns(x + firstChannel * g.inPixels, scratch) }
         tiles.withUnsafeBufferPointer { tiles in
             patterns.withUnsafeBufferPointer { patterns in
                 guard let t = tiles.baseAddress, let pat = patterns.baseAddress else { return }
                 for c in channels {
-                    copyPlane(x + c * g.inPixels, scratch)
+                    let plane = (c - firstChannel) & 1 == 0 ? scratch : second
+                    if !ahead {
+                        copyPlane(x + c * g.inPixels, plane)
+                    } else if c + 1 < channels.upperBound {
+                        copyPlaneRuns(x + (c + 1) * g.inPixels, plane == scratch ? second : scratch)
+                    }
                     if g.kernelHeight == 3 && chunks == 1 {
-                        qu8_dwconv_16p_3rows_avx512vnni(tiles: t, count: tiles.count, patterns: pat, plane: scratch, rowStep: g.dilationH * planeWidth,
-                                                   w: w + c * 3, y: y + c * g.outPixels, channel: c, requant: rq)
+                        if packsFourTiles {
+                            qu8_dwconv_16p_3rows_packed_avx512vnni(tiles: t, count: tiles.count, patterns: pat, plane: plane,
+                                                                   rowStep: g.dilationH * planeWidth, w: w + c * 3,
+                                                                   y: y + c * g.outPixels, channel: c, requant: rq)
+                        } else {
+                            qu8_dwconv_16p_3rows_avx512vnni(tiles: t, count: tiles.count, patterns: pat, plane: plane,
+                                                            rowStep: g.dilationH * planeWidth, w: w + c * 3,
+                                                            y: y + c * g.outPixels, channel: c, requant: rq)
+                        }
                     } else {
                         qu8_dwconv_16p_avx512vnni(tiles: t, count: tiles.count, patterns: pat, chunks: chunks, kernelHeight: g.kernelHeight,
-                                                  plane: scratch, rowStep: g.dilationH * planeWidth, w: w + c * wordsPerChannel,
+                                                  plane: plane, rowStep: g.dilationH * planeWidth, w: w + c * wordsPerChannel,
                                                   y: y + c * g.outPixels, channel: c, requant: rq)
                     }
                 }
@@ -162,6 +233,23 @@ public struct QU8DepthwiseVNNI: @unchecked Sendable {
             while ix < width {
                 glimpse_copy_u8_first64(dst + ix, src + ix, Int32(min(64, width - ix)))
                 ix += 64
+            }
+        }
+    }
+}
+
+extension QU8DepthwiseVNNI {
+    /// `copyPlane` for narrow planes: the whole padded plane, padding included, 64 bytes per masked
+    /// load, byte permutation and store (a 7×7 plane: two pieces, against seven masked row copies).
+    @inline(__always)
+    func copyPlaneRuns(_ x: UnsafePointer<UInt8>, _ scratch: UnsafeMutablePointer<UInt8>) {
+        runs.withUnsafeBufferPointer { runs in
+            runPatterns.withUnsafeBufferPointer { patterns in
+                for i in 0..<runs.count {
+                    let r = runs[i]
+                    glimpse_expand_run_u8_64(scratch + 64 * i, x + Int(r[0]), Int32(r[1]), unsafeBitCast(patterns[i], to: SIMD8<Int64>.self),
+                                             UInt64(bitPattern: r[2]), inputZeroPoint)
+                }
             }
         }
     }
@@ -210,6 +298,41 @@ public func qu8_dwconv_16p_3rows_avx512vnni(tiles: UnsafePointer<SIMD4<Int32>>, 
         acc = dpbusd(acc, gatherTaps(row + rowStep, pattern), w1)
         acc = dpbusd(acc, gatherTaps(row + 2 * rowStep, pattern), w2)
         RequantPointers.store(rq.store16(acc, channel: channel), to: y + Int(t[0]), count: Int(t[1]))
+    }
+}
+
+/// `qu8_dwconv_16p_3rows_avx512vnni` where four full tiles in a row (64 consecutive output bytes)
+/// are requantized together and packed with saturation (`glimpse_pack4_i32_u8_512`: three packing
+/// instructions and a byte maximum for 64 bytes, against two µops of `vpmovdb` per 16); other tiles
+/// one by one. Same bytes as the one-tile store.
+public func qu8_dwconv_16p_3rows_packed_avx512vnni(tiles: UnsafePointer<SIMD4<Int32>>, count: Int, patterns: UnsafePointer<SIMD64<UInt8>>,
+                                                   plane: UnsafePointer<UInt8>, rowStep: Int, w: UnsafePointer<Int32>,
+                                                   y: UnsafeMutablePointer<UInt8>, channel: Int, requant rq: RequantPointers) {
+    let w0 = SIMD16<Int32>(repeating: w[0]), w1 = SIMD16<Int32>(repeating: w[1]), w2 = SIMD16<Int32>(repeating: w[2])
+    let bias = SIMD16<Int32>(repeating: rq.bias[channel]), scale = SIMD16<Float>(repeating: rq.scale[channel])
+    let lowerByte = rq.lowerByte
+    @inline(__always) func sums(_ t: SIMD4<Int32>) -> SIMD16<Int32> {
+        let pattern = unsafeBitCast(patterns[Int(t[3])], to: SIMD8<Int64>.self)
+        let row = plane + Int(t[2])
+        var acc = dpbusd(bias, gatherTaps(row, pattern), w0)
+        acc = dpbusd(acc, gatherTaps(row + rowStep, pattern), w1)
+        return dpbusd(acc, gatherTaps(row + 2 * rowStep, pattern), w2)
+    }
+    var i = 0
+    while i < count {
+        let t = tiles[i]
+        // Tiles i ..< i + 4 are full and consecutive when the fourth starts 48 pixels after the first
+        // and is full itself (no tile holds more than 16).
+        if i + 4 <= count && t[1] == 16 && tiles[i + 3][0] == t[0] + 48 && tiles[i + 3][1] == 16 {
+            let v = glimpse_pack4_i32_u8_512(rq.scaledToZeroPoint(sums(t), scale), rq.scaledToZeroPoint(sums(tiles[i + 1]), scale),
+                                             rq.scaledToZeroPoint(sums(tiles[i + 2]), scale),
+                                             rq.scaledToZeroPoint(sums(tiles[i + 3]), scale), lowerByte)
+            UnsafeMutableRawPointer(y + Int(t[0])).storeBytes(of: v, as: SIMD8<Int64>.self)
+            i += 4
+        } else {
+            RequantPointers.store(rq.store16Biased(sums(t), channel: channel), to: y + Int(t[0]), count: Int(t[1]))
+            i += 1
+        }
     }
 }
 #endif

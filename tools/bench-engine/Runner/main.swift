@@ -4,6 +4,7 @@
 //                     [--split auto|always|never] MODEL.onnx...
 //        bench-engine --serve [--widen] [--split auto|always|never]
 //        bench-engine --pool-overhead [--threads 1,2]
+//        bench-engine --gemm M,K,H,BATCH | --dw C,H,STRIDE
 // Prints one JSON object per line: model, batch, threads, median_ms, img_s, gflops, pct_peak, and
 // split (how batches of several items ran: "split" into single items, "whole", or "-"), and peak
 // ("int8" when the model runs int8 kernels: pct_peak then divides by the measured int8 peak).
@@ -11,6 +12,9 @@
 // runs of each batch size; the warm-up runs until it has decided).
 // --pool-overhead prints, per thread count, the wall time of one parallel region of the engine's
 // thread pool with 1, 2, 8 and 64 near-empty tasks (no model is loaded).
+// --gemm and --dw time one int8 kernel alone (a 1×1 convolution as a batch GEMM; a 3×3 depthwise
+// convolution) and print the best of several averages, to compare kernel changes on a noisy host by
+// alternating two builds.
 // --widen loads with `EngineOptions.widenFixedBatch`, so fixed-batch-1 models that pass the check
 // at load run every batch size (otherwise they are measured at batch 1 only).
 // --serve reads requests "THREADS BATCH SECONDS MODEL.onnx" from stdin instead, one JSON line back
@@ -31,6 +35,8 @@ var serve = false
 /// `--pool-overhead`: the cost of one parallel region of the engine's thread pool (no model).
 var poolOverhead = false
 var models: [String] = []
+var dwSpec: [Int] = []
+var gemmSpec: [Int] = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
     args = args.dropFirst()
@@ -41,6 +47,8 @@ while let a = args.first {
     case "--widen": widen = true
     case "--serve": serve = true
     case "--pool-overhead": poolOverhead = true
+    case "--gemm": gemmSpec = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
+    case "--dw": dwSpec = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--split":
         switch args.popFirst() {
         case "always": splitting = .always
@@ -130,6 +138,70 @@ func measurePoolOverhead(threads: Int, tasks: Int) -> Double {
     return rounds.sorted()[2]
 }
 
+/// Bytes for a kernel benchmark, filled with a fixed pattern (never freed: the process exits after).
+func benchBytes<T: FixedWidthInteger>(_ count: Int, _ type: T.Type, step: Int) -> UnsafeMutablePointer<T> {
+    let p = UnsafeMutablePointer<T>.allocate(capacity: max(count, 1) + 64)
+    for i in 0..<(max(count, 1) + 64) { p[i] = T(truncatingIfNeeded: i &* step) }
+    return p
+}
+
+/// Times `body` (one image's worth of the kernel) over repeated runs and prints the best of `trials`
+/// averages: `--gemm` and `--dw` compare kernel changes without a model around them.
+func kernelBench(_ label: String, ops: Double, trials: Int, _ body: () -> Void) {
+    let reps = max(1, Int(2e9 / max(ops, 1)))
+    var best = Double.infinity
+    for _ in 0..<trials {
+        let t0 = now()
+        for _ in 0..<reps { body() }
+        best = min(best, (now() - t0) / Double(reps))
+    }
+    print("\(label): \(String(format: "%.2f", best * 1e6)) us, \(String(format: "%.1f", ops / best / 1e9)) GOP/s")
+}
+
+if !gemmSpec.isEmpty {
+    // --gemm M,K,H,BATCH: an int8 1×1 convolution of K to M channels on H×H planes, the batch as one GEMM.
+    guard gemmSpec.count == 4, gemmSpec.allSatisfy({ $0 > 0 }) else { print("--gemm M,K,H,BATCH (all positive)"); exit(2) }
+    let (m, k, h, b) = (gemmSpec[0], gemmSpec[1], gemmSpec[2], gemmSpec[3])
+    let g = ConvGeometry(inChannels: k, inHeight: h, inWidth: h, kernelHeight: 1, kernelWidth: 1, strideH: 1, strideW: 1,
+                         dilationH: 1, dilationW: 1, padTop: 0, padLeft: 0, outHeight: h, outWidth: h)
+    let conv = QS8Conv(geometry: g, outChannels: m, inputZeroPoint: 3)
+    let x = benchBytes(b * k * h * h, UInt8.self, step: 7), y = benchBytes(b * m * h * h, UInt8.self, step: 0)
+    let w = benchBytes(m * k, Int8.self, step: 5), a = benchBytes(QS8Gemm.packedACount(m: m, k: k), Int8.self, step: 0)
+    QS8Gemm.packA(w, m: m, k: k, into: a)
+    let requant = RequantStorage(Requantization(bias: [Int32](repeating: 1, count: m), scale: [Float](repeating: 0.001, count: m), zeroPoint: 2))
+    let scratch = benchBytes(conv.batchScratchBytes, UInt8.self, step: 0)
+    let tiles = conv.batchTiles(batch: b)
+    kernelBench("gemm m=\(m) k=\(k) \(h)x\(h) batch \(b)", ops: 2.0 * Double(m * k * h * h * b), trials: 5) {
+        for t in 0..<tiles {
+            conv.runBatchTile(t, batch: b, rows: 0..<m, x: x, y: y, packedA: a, requant: requant.pointers, scratch: scratch)
+        }
+    }
+    exit(0)
+}
+if !dwSpec.isEmpty {
+    // --dw C,H,STRIDE: an int8 3×3 depthwise convolution (padding 1) of C channels on H×H planes.
+#if GLIMPSE_VNNI
+    guard dwSpec.count == 3, dwSpec.allSatisfy({ $0 > 0 }) else { print("--dw C,H,STRIDE (all positive)"); exit(2) }
+    let (c, h, st) = (dwSpec[0], dwSpec[1], dwSpec[2])
+    let oh = (h + 2 - 3) / st + 1
+    let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: h, kernelHeight: 3, kernelWidth: 3, strideH: st, strideW: st,
+                         dilationH: 1, dilationW: 1, padTop: 1, padLeft: 1, outHeight: oh, outWidth: oh)
+    guard let dw = QU8DepthwiseVNNI(geometry: g, inputZeroPoint: 3) else { print("geometry not supported"); exit(2) }
+    let x = benchBytes(c * h * h, UInt8.self, step: 7), y = benchBytes(c * oh * oh, UInt8.self, step: 0)
+    let words = QU8DepthwiseVNNI.packWeights(benchBytes(c * 9, Int8.self, step: 5), channels: c, kernelHeight: 3, kernelWidth: 3)
+    let requant = RequantStorage(Requantization(bias: [Int32](repeating: 1, count: c), scale: [Float](repeating: 0.01, count: c), zeroPoint: 2))
+    let scratch = benchBytes(dw.scratchBytes, UInt8.self, step: 0)
+    words.withUnsafeBufferPointer { wb in
+        guard let w = wb.baseAddress else { return }
+        kernelBench("depthwise \(c)×\(h)×\(h) stride \(st)", ops: 2.0 * Double(c * oh * oh * 9), trials: 7) {
+            dw.runChannels(0..<c, x: x, w: w, y: y, requant: requant.pointers, scratch: scratch)
+        }
+    }
+#else
+    print("--dw needs a VNNI build")
+#endif
+    exit(0)
+}
 if poolOverhead {
     for threads in threadCounts {
         for tasks in [1, 2, 8, 64] {
