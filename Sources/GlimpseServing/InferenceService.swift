@@ -175,7 +175,8 @@ public final class InferenceService: Sendable {
         defer { if incoming { queue.incomingArrived() } }
         let (tensor, info, work) = try await decodePool.run { () throws -> (Tensor, ImageInfo, UInt64) in
             let began = monotonicNanos()
-            let tensor = Tensor(shape: Shape(queue.itemShape), dtype: queue.inputDType)
+            // The pipeline writes every byte of the slot (NormalizeTests), so it is not zero-filled first.
+            let tensor = Tensor(shape: Shape(queue.itemShape), dtype: queue.inputDType, zeroed: false)
             guard tensor.byteCount == spec.byteCount else {
                 throw ServingError.modelUnavailable("model \(model.name): preprocessing makes \(spec.byteCount) bytes but the model input \(queue.itemShape) needs \(tensor.byteCount)")
             }

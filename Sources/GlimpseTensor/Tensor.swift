@@ -10,11 +10,12 @@ public struct Tensor: @unchecked Sendable, CustomStringConvertible {
     /// Offset in bytes from the start of `storage` (non-zero for views such as one batch item).
     public let byteOffset: Int
 
-    /// A new zero-filled tensor.
-    public init(shape: Shape, dtype: DType = .float32) {
+    /// A new zero-filled tensor; with `zeroed: false` its elements are left for the caller to write,
+    /// all of them, before anything reads them (see `TensorStorage.init(byteCount:zeroed:)`).
+    public init(shape: Shape, dtype: DType = .float32, zeroed: Bool = true) {
         self.shape = shape
         self.dtype = dtype
-        self.storage = TensorStorage(byteCount: shape.count * dtype.byteSize)
+        self.storage = TensorStorage(byteCount: shape.count * dtype.byteSize, zeroed: zeroed)
         self.byteOffset = 0
     }
 

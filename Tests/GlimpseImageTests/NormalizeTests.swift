@@ -66,19 +66,28 @@ final class NormalizeTests: XCTestCase {
     }
 
     func testWritesExactlyByteCount() throws {
-        // Guard bytes around the slot must stay untouched, for every layout/dtype/mode.
-        let data = try SharedData.data("images/formats/pillow_hopper.jpg")
-        for dtype in [DType.float32, .float16] { for layout in [TensorLayout.nchw, .nhwc] { for mode in CropMode.allCases {
-            for order in [ChannelOrder.rgb, .gray] {
-                let spec = Preprocessing(width: 37, height: 23, crop: mode, channelOrder: order, layout: layout, dtype: dtype)
-                var buffer = [UInt8](repeating: 0xAB, count: spec.byteCount + 128)
-                _ = try data.withUnsafeBytes { raw in
-                    try buffer.withUnsafeMutableBytes { try ImagePipeline.preprocess(raw, spec: spec, into: $0.baseAddress! + 64) }
+        // Guard bytes around the slot must stay untouched, and every byte of the slot must be written
+        // (the server does not zero-fill the slot first), for every layout/dtype/mode: the same image
+        // into a slot of 0xAB and into a slot of zeros gives the same bytes.
+        for image in ["images/formats/pillow_hopper.jpg", "images/imagenet/kitten_small.jpg"] {
+            let data = try SharedData.data(image)
+            for dtype in [DType.float32, .float16] { for layout in [TensorLayout.nchw, .nhwc] { for mode in CropMode.allCases {
+                for order in [ChannelOrder.rgb, .gray] {
+                    let spec = Preprocessing(width: 37, height: 23, crop: mode, channelOrder: order, layout: layout, dtype: dtype)
+                    var slots: [[UInt8]] = []
+                    for fill: UInt8 in [0xAB, 0] {
+                        var buffer = [UInt8](repeating: fill, count: spec.byteCount + 128)
+                        _ = try data.withUnsafeBytes { raw in
+                            try buffer.withUnsafeMutableBytes { try ImagePipeline.preprocess(raw, spec: spec, into: $0.baseAddress! + 64) }
+                        }
+                        XCTAssertTrue(buffer.prefix(64).allSatisfy { $0 == fill })
+                        XCTAssertTrue(buffer.suffix(64).allSatisfy { $0 == fill }, "\(image) \(dtype) \(layout) \(mode) \(order)")
+                        slots.append(Array(buffer[64..<(64 + spec.byteCount)]))
+                    }
+                    XCTAssertEqual(slots[0], slots[1], "\(image) \(dtype) \(layout) \(mode) \(order): a byte of the slot was not written")
                 }
-                XCTAssertTrue(buffer.prefix(64).allSatisfy { $0 == 0xAB })
-                XCTAssertTrue(buffer.suffix(64).allSatisfy { $0 == 0xAB }, "\(dtype) \(layout) \(mode) \(order)")
-            }
-        } } }
+            } } }
+        }
     }
 
     func testAlphaIsCompositedOnWhite() throws {

@@ -102,4 +102,21 @@ final class BatchQueueTests: XCTestCase {
         for t in waiting { _ = try await t.value }
         queue.shutdown()
     }
+
+    /// A batch's input is its items in order; a batch of one is the item's own storage (no copy); an
+    /// item of the wrong size or type fails the batch with an error naming both.
+    func testAssembleCopiesItemsInOrderAndKeepsASingleItem() throws {
+        let items = (1...3).map { v in Tensor(shape: [4], floats: (0..<4).map { Float(v * 10 + $0) }) }
+        let batch = try BatchQueue.assemble(items, itemShape: [4], dtype: .float32)
+        XCTAssertEqual(batch.shape, Shape([3, 4]))
+        XCTAssertEqual(batch.floats(), [10, 11, 12, 13, 20, 21, 22, 23, 30, 31, 32, 33])
+        let one = try BatchQueue.assemble([items[1]], itemShape: [4], dtype: .float32)
+        XCTAssertEqual(one.shape, Shape([1, 4]))
+        XCTAssertEqual(one.floats(), [20, 21, 22, 23])
+        XCTAssertTrue(one.storage === items[1].storage)
+        XCTAssertThrowsError(try BatchQueue.assemble([items[0], Tensor(shape: [5])], itemShape: [4], dtype: .float32)) { error in
+            XCTAssertTrue("\(error)".contains("20 bytes"), "\(error)")
+        }
+        XCTAssertThrowsError(try BatchQueue.assemble([Tensor(shape: [4], dtype: .int32)], itemShape: [4], dtype: .float32))
+    }
 }

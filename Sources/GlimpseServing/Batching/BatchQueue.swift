@@ -340,6 +340,24 @@ final class BatchQueue: @unchecked Sendable {
         for (i, item) in batch.enumerated() { item.continuation.resume(with: results.map { $0[i] }) }
     }
 
+    /// The batch's input: its items one after the other, every byte copied (so not zero-filled first);
+    /// a batch of one is its item's own storage seen with the batch dimension, with no copy.
+    static func assemble(_ items: [Tensor], itemShape: [Int], dtype: DType) throws -> Tensor {
+        let shape = Shape([items.count] + itemShape)
+        let itemBytes = Shape(itemShape).count * dtype.byteSize
+        for item in items where item.byteCount != itemBytes || item.dtype != dtype {
+            throw EngineError("input item has \(item.byteCount) bytes of \(item.dtype), the model expects \(itemBytes) of \(dtype)")
+        }
+        if items.count == 1, let item = items.first {
+            return Tensor(shape: shape, dtype: dtype, storage: item.storage, byteOffset: item.byteOffset)
+        }
+        let input = Tensor(shape: shape, dtype: dtype, zeroed: false)
+        for (i, item) in items.enumerated() {
+            (input.rawPointer + i * itemBytes).copyMemory(from: item.rawPointer, byteCount: itemBytes)
+        }
+        return input
+    }
+
     /// Runs a batch and returns its cost and each item's answer (in batch order), or the error
     /// that fails them all. It does not resume the callers.
     private func run(_ batch: [Pending], startedAt: UInt64, parallel: Bool)
@@ -352,14 +370,7 @@ final class BatchQueue: @unchecked Sendable {
         let poolStart = parallel ? model.engineThreadsCPUNanos() : 0
         do {
             let n = batch.count
-            let input = Tensor(shape: Shape([n] + itemShape), dtype: inputDType)
-            let itemBytes = input.byteCount / n
-            for (i, item) in batch.enumerated() {
-                guard item.input.byteCount == itemBytes else {
-                    throw EngineError("input item has \(item.input.byteCount) bytes, the model expects \(itemBytes)")
-                }
-                (input.rawPointer + i * itemBytes).copyMemory(from: item.input.rawPointer, byteCount: itemBytes)
-            }
+            let input = try Self.assemble(batch.map(\.input), itemShape: itemShape, dtype: inputDType)
             let outputs = try model.run([input], parallel: parallel)
             let inferenceNanos = monotonicNanos() - startedAt
             let pool = parallel ? model.engineThreadsCPUNanos() &- poolStart : 0
