@@ -92,14 +92,18 @@ public struct QU8DepthwiseVNNI: @unchecked Sendable {
         self.tiles = tiles
         self.patterns = patterns
         (runs, runPatterns) = Self.planeRuns(g, rows: rows, planeWidth: pw)
-        var packed = 0, i = 0
-        while i < tiles.count {
-            if i + 4 <= tiles.count && tiles[i][1] == 16 && tiles[i + 3][0] == tiles[i][0] + 48 && tiles[i + 3][1] == 16 {
-                packed += 4
-                i += 4
-            } else {
-                i += 1
+        let packed = tiles.withUnsafeBufferPointer { tb -> Int in
+            guard let t = tb.baseAddress else { return 0 }
+            var packed = 0, i = 0
+            while i < tb.count {
+                if startsFourFullTiles(t, i, tb.count) {
+                    packed += 4
+                    i += 4
+                } else {
+                    i += 1
+                }
             }
+            return packed
         }
         packsFourTiles = 2 * packed >= tiles.count
     }
@@ -172,9 +176,12 @@ public struct QU8DepthwiseVNNI: @unchecked Sendable {
         // stored stalls on store forwarding). Wide planes are copied row by row into one.
         let ahead = !runs.isEmpty
         let second = ahead ? scratch + planeStride : scratch
-        fillPadding(scratch)
         guard let firstChannel = channels.first else { return }
-        if ahead { copyPlaneRuns(x + firstChannel * g.inPixels, scratch) }
+        if ahead {
+            copyPlaneRuns(x + firstChannel * g.inPixels, scratch)   // writes the padding too
+        } else {
+            fillPadding(scratch)
+        }
         tiles.withUnsafeBufferPointer { tiles in
             patterns.withUnsafeBufferPointer { patterns in
                 guard let t = tiles.baseAddress, let pat = patterns.baseAddress else { return }
@@ -301,6 +308,13 @@ public func qu8_dwconv_16p_3rows_avx512vnni(tiles: UnsafePointer<SIMD4<Int32>>, 
     }
 }
 
+/// Whether tiles i ..< i + 4 are full and consecutive (64 output bytes in a row): the fourth starts
+/// 48 pixels after the first, and both are full (no tile holds more than 16).
+@inline(__always)
+func startsFourFullTiles(_ tiles: UnsafePointer<SIMD4<Int32>>, _ i: Int, _ count: Int) -> Bool {
+    i + 4 <= count && tiles[i][1] == 16 && tiles[i + 3][0] == tiles[i][0] + 48 && tiles[i + 3][1] == 16
+}
+
 /// `qu8_dwconv_16p_3rows_avx512vnni` where four full tiles in a row (64 consecutive output bytes)
 /// are requantized together and packed with saturation (`glimpse_pack4_i32_u8_512`: three packing
 /// instructions and a byte maximum for 64 bytes, against two µops of `vpmovdb` per 16); other tiles
@@ -321,9 +335,7 @@ public func qu8_dwconv_16p_3rows_packed_avx512vnni(tiles: UnsafePointer<SIMD4<In
     var i = 0
     while i < count {
         let t = tiles[i]
-        // Tiles i ..< i + 4 are full and consecutive when the fourth starts 48 pixels after the first
-        // and is full itself (no tile holds more than 16).
-        if i + 4 <= count && t[1] == 16 && tiles[i + 3][0] == t[0] + 48 && tiles[i + 3][1] == 16 {
+        if startsFourFullTiles(tiles, i, count) {
             let v = glimpse_pack4_i32_u8_512(rq.scaledToZeroPoint(sums(t), scale), rq.scaledToZeroPoint(sums(tiles[i + 1]), scale),
                                              rq.scaledToZeroPoint(sums(tiles[i + 2]), scale),
                                              rq.scaledToZeroPoint(sums(tiles[i + 3]), scale), lowerByte)
