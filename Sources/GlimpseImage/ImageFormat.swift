@@ -69,3 +69,28 @@ func scientific(_ value: Double) -> String {
     if tenths >= 100 { tenths /= 10; exponent += 1 }
     return "\(tenths / 10).\(tenths % 10)e\(exponent)"
 }
+extension ImagePipeline {
+    /// The pixel count the image's header declares (PNG IHDR; JPEG SOF0, SOF1 or SOF2), read without
+    /// decoding anything; nil when the header is not found. A cheap bound on what decoding would
+    /// cost, for callers that choose where to decode.
+    public static func declaredPixels(_ data: UnsafeRawBufferPointer) -> Int? {
+        func be(_ offset: Int, _ count: Int, in bytes: UnsafeRawBufferPointer) -> Int {
+            (0..<count).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
+        }
+        switch ImageFormat.detect(data) {
+        case .png:
+            guard data.count >= 24, data[12] == UInt8(ascii: "I"), data[13] == UInt8(ascii: "H"),
+                  data[14] == UInt8(ascii: "D"), data[15] == UInt8(ascii: "R") else { return nil }
+            return be(16, 4, in: data) * be(20, 4, in: data)
+        case .jpeg:
+            for marker: UInt8 in [0xC0, 0xC1, 0xC2] {
+                if let sof = JPEGSegments.firstPayload(in: data, marker: marker, startingWith: []), sof.count >= 5 {
+                    return be(1, 2, in: sof) * be(3, 2, in: sof)
+                }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}

@@ -85,4 +85,15 @@ final class LimitsTests: XCTestCase {
         XCTAssertEqual(scientific(99_960_000), "1.0e8")
         XCTAssertEqual(scientific(65536), "6.6e4")
     }
+
+    /// `declaredPixels` reads the header only: PNG IHDR and JPEG SOF, patched sizes included.
+    func testDeclaredPixelsComeFromTheHeader() throws {
+        func pixels(_ d: Data) -> Int? { d.withUnsafeBytes { ImagePipeline.declaredPixels($0) } }
+        XCTAssertEqual(pixels(try SharedData.data("images/digits/torchserve_7.png")), 28 * 28)
+        XCTAssertEqual(pixels(try SharedData.data("images/imagenet/kitten_small.jpg")), 224 * 168)
+        XCTAssertEqual(pixels(try jpegClaiming(40_000, 30_000)), 1_200_000_000)
+        XCTAssertNil(pixels(Data("GIF89a....".utf8)))
+        XCTAssertNil(pixels(Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0])), "a PNG cut before its IHDR")
+        XCTAssertNil(pixels(Data([0xFF, 0xD8, 0xFF, 0xDA, 0, 2])), "a JPEG whose scan starts before any SOF")
+    }
 }

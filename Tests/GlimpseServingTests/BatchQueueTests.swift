@@ -55,6 +55,36 @@ final class BatchQueueTests: XCTestCase {
         XCTAssertEqual(model.batchSizes, [1, 4])
     }
 
+    /// A lone batch uses all engine threads only while no batch of any model of the service runs: the
+    /// models share the cores (`EngineOccupancy`).
+    func testALoneBatchUsesAllThreadsOnlyWhenNoOtherModelsBatchRuns() async throws {
+        let occupancy = EngineOccupancy()
+        let config = BatchScheduler.Configuration(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed)
+        let (a, b) = (GateModel(), GateModel())
+        let qa = try BatchQueue(model: a, configuration: config, workers: 2, occupancy: occupancy)
+        let qb = try BatchQueue(model: b, configuration: config, workers: 2, occupancy: occupancy)
+        defer { qa.shutdown(); qb.shutdown() }
+        func runB(_ value: Float) async throws {
+            let t = Task { try await qb.submit(self.item(value)) }
+            b.entered.wait()
+            b.release.signal()
+            let scores = try await t.value.scores
+            XCTAssertEqual(scores, [value * 4])
+        }
+        try await runB(1)  // alone: all threads
+        let held = Task { try await qa.submit(self.item(2)) }
+        a.entered.wait()  // A's batch is running
+        XCTAssertEqual(occupancy.count, 1)
+        try await runB(3)  // beside A's batch: its own thread only
+        a.release.signal()
+        let heldScores = try await held.value.scores
+        XCTAssertEqual(heldScores, [8])
+        XCTAssertEqual(occupancy.count, 0)
+        try await runB(4)  // alone again
+        XCTAssertEqual(a.parallelFlags, [true])
+        XCTAssertEqual(b.parallelFlags, [true, false, true])
+    }
+
     func testUnloadAnswersWaitingRequestsWithModelUnavailable() async throws {
         let model = GateModel()
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed), workers: 1)

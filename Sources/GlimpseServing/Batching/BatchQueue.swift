@@ -22,9 +22,11 @@ final class BatchQueue: @unchecked Sendable {
     private var stopping = false
     private let onBatch: @Sendable (BatchCost) -> Void
     let metrics: ServingMetrics
+    /// Batches running in every queue of the service (shared by its queues).
+    let occupancy: EngineOccupancy
 
     init(model: any BatchModel, configuration: BatchScheduler.Configuration, workers: Int, metrics: ServingMetrics = .none,
-         onBatch: @escaping @Sendable (BatchCost) -> Void = { _ in }) throws {
+         occupancy: EngineOccupancy = EngineOccupancy(), onBatch: @escaping @Sendable (BatchCost) -> Void = { _ in }) throws {
         guard let spec = model.inputs.first else { throw EngineError("model \(model.name) has no inputs") }
         self.model = model
         self.itemShape = Array(spec.shape.dropFirst())
@@ -35,6 +37,7 @@ final class BatchQueue: @unchecked Sendable {
         self.scheduler = BatchScheduler(configuration: config, workers: workers)
         self.onBatch = onBatch
         self.metrics = metrics
+        self.occupancy = occupancy
         for i in 0..<max(1, workers) {
             let name = "gb\(i)-\(model.name)"
             let thread = Thread { [self] in
@@ -293,13 +296,16 @@ final class BatchQueue: @unchecked Sendable {
             case .dispatch(let ids):
                 let batch = ids.compactMap { pending.removeValue(forKey: $0) }
                 let depth = scheduler.queueLength, margin = scheduler.margin.factor
-                let parallel = scheduler.dispatchMayUseAllThreads()
+                // All engine threads only for a batch alone on the machine: no other batch, of this
+                // model or another, is running (`EngineOccupancy`).
+                let parallel = occupancy.begin() == 0 && scheduler.dispatchMayUseAllThreads()
                 condition.unlock()
                 metrics.queueDepth(model: model.name, depth)
                 metrics.deadlineMargin(model: model.name, margin)
                 let start = monotonicNanos()
                 let (cost, results) = run(batch, startedAt: start, parallel: parallel)
                 let took = monotonicNanos() - start
+                occupancy.end()
                 // The batch's metrics are recorded before its callers resume, so a caller that reads
                 // them after its answer sees its own batch counted.
                 onBatch(cost)
@@ -310,7 +316,10 @@ final class BatchQueue: @unchecked Sendable {
                 // Only batches run the way calibration ran them (on one thread each with several workers).
                 if !(parallel && scheduler.workers > 1) { fullCost?.observe(size: cost.size, cpuNanos: cost.cpuNanos) }
                 scheduler.batchDone(size: batch.count, durationNanos: took, now: monotonicNanos())
-                condition.broadcast()
+                // A worker free again matters only to a worker waiting for a batch to fill. With
+                // nothing queued the others sleep until a request comes (which signals one of them):
+                // waking them after every batch cost each a futex wake-up and sleep per batch.
+                if scheduler.queueLength > 0 { condition.broadcast() }
             case .expire(let ids):
                 metrics.deadlineMargin(model: model.name, scheduler.margin.factor)
                 let expired = ids.compactMap { pending.removeValue(forKey: $0) }
@@ -338,24 +347,6 @@ final class BatchQueue: @unchecked Sendable {
 
     private func resume(_ batch: [Pending], with results: Result<[BatchItemResult], any Error>) {
         for (i, item) in batch.enumerated() { item.continuation.resume(with: results.map { $0[i] }) }
-    }
-
-    /// The batch's input: its items one after the other, every byte copied (so not zero-filled first);
-    /// a batch of one is its item's own storage seen with the batch dimension, with no copy.
-    static func assemble(_ items: [Tensor], itemShape: [Int], dtype: DType) throws -> Tensor {
-        let shape = Shape([items.count] + itemShape)
-        let itemBytes = Shape(itemShape).count * dtype.byteSize
-        for item in items where item.byteCount != itemBytes || item.dtype != dtype {
-            throw EngineError("input item has \(item.byteCount) bytes of \(item.dtype), the model expects \(itemBytes) of \(dtype)")
-        }
-        if items.count == 1, let item = items.first {
-            return Tensor(shape: shape, dtype: dtype, storage: item.storage, byteOffset: item.byteOffset)
-        }
-        let input = Tensor(shape: shape, dtype: dtype, zeroed: false)
-        for (i, item) in items.enumerated() {
-            (input.rawPointer + i * itemBytes).copyMemory(from: item.rawPointer, byteCount: itemBytes)
-        }
-        return input
     }
 
     /// Runs a batch and returns its cost and each item's answer (in batch order), or the error

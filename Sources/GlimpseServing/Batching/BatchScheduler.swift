@@ -167,7 +167,8 @@ public struct BatchScheduler: Sendable {
     /// (that is the only way to use the cores). With several, only when it runs alone, nothing else
     /// waits (light load: the lowest latency for this request), and calibration found the threads
     /// faster; under load each worker keeps to its own thread, so the workers do not oversubscribe
-    /// the cores and batches run at their best throughput.
+    /// the cores and batches run at their best throughput. (The queue also requires that no other
+    /// model's batch is running: `EngineOccupancy`.)
     public func dispatchMayUseAllThreads() -> Bool {
         if workers == 1 { return true }
         return parallelHelps && idleWorkers == workers - 1 && queueLength == 0

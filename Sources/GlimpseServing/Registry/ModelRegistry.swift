@@ -11,6 +11,8 @@ public final class ModelRegistry: @unchecked Sendable {
     let configuration: ServingConfiguration
     let logger: Logger
     let metrics: ServingMetrics
+    /// Batches running across the models: a batch uses all engine threads only when alone.
+    let occupancy = EngineOccupancy()
 
     init(configuration: ServingConfiguration, logger: Logger, metrics: ServingMetrics) {
         self.configuration = configuration
@@ -93,7 +95,7 @@ public final class ModelRegistry: @unchecked Sendable {
         let variant = metadata.variant
         let metrics = self.metrics
         let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel,
-                                   metrics: metrics) { cost in
+                                   metrics: metrics, occupancy: occupancy) { cost in
             metrics.recordBatch(model: name, variant: variant, size: cost.size, nanos: cost.wallNanos, oldestWaitNanos: cost.oldestWaitNanos)
         }
         // A new version serves only once it has run: warm-up and latency calibration happen here,
