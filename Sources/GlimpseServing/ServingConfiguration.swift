@@ -49,7 +49,7 @@ public struct ServingConfiguration: Sendable {
                 deadlineHeadroom: Double = 0.2,
                 decodeOptions: DecodeOptions = .init(),
                 selection: SelectionMode = .split,
-                splitMargin: Double = 0.05) {
+                splitMargin: Double = 0.02) {
         self.selection = selection
         self.splitMargin = min(0.9, max(0, splitMargin))
         self.decodeOptions = decodeOptions

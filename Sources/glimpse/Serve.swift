@@ -40,7 +40,7 @@ struct Serve: AsyncParsableCommand {
             help: "The family (or variant) that serves a classify without \"model\" (or with \"model\": \"auto\"). When it is not loaded and only one family is, that family serves.")
     var defaultModel: String = "imagenet"
     @Option(help: "How a family's variants share its requests: split (the most accurate variant up to its capacity, the excess to lighter ones) or switch (one variant at a time, all or nothing).") var selection: String = "split"
-    @Option(help: "Share of the cores' time the split keeps free: it plans as if arrivals were 1/(1 - margin) times the measured rate.") var splitMargin: Double = 0.05
+    @Option(help: "Share of the cores' time the split keeps free: it plans as if arrivals were 1/(1 - margin) times the measured rate.") var splitMargin: Double = 0.02
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
     @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
     @Option(help: "Seconds a connection may sit with no request before it is closed.") var idleTimeoutS: Double = 120

@@ -41,8 +41,8 @@ def pct(x):
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
-# The server's safety margin (VariantSplit.Policy.margin): the split plans the cores at 95% of their time.
-MARGIN = 0.05
+# The server's safety margin (VariantSplit.Policy.margin): the split plans the cores at 98% of their time.
+MARGIN = 0.02
 
 
 def ideal_share(rate, mu_large, mu_small, margin=0.0):

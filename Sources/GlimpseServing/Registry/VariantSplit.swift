@@ -51,7 +51,7 @@ public enum VariantSplit {
 
     public struct Policy: Sendable {
         /// Share of the cores' time the split keeps free (planned as if arrivals were λ/(1 − margin)).
-        public var margin: Double = 0.05
+        public var margin: Double = 0.02
         /// A recomputed split replaces the current one only when some variant's share moves by at least this.
         public var band: Double = 0.03
         /// A split that gives more to the more accurate variants is adopted only once the current one
