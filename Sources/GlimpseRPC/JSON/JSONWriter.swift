@@ -34,11 +34,12 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            for (i, key) in o.keys.sorted().enumerated() {
+            // The members sorted by key, values with them: no second hash lookup per key.
+            for (i, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(key, into: &out)
+                JSONValue.writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                o[key]?.write(into: &out)
+                member.value.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
