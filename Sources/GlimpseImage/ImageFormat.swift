@@ -69,6 +69,7 @@ func scientific(_ value: Double) -> String {
     if tenths >= 100 { tenths /= 10; exponent += 1 }
     return "\(tenths / 10).\(tenths % 10)e\(exponent)"
 }
+
 extension ImagePipeline {
     /// The pixel count the image's header declares (PNG IHDR; JPEG SOF0, SOF1 or SOF2), read without
     /// decoding anything; nil when the header is not found. A cheap bound on what decoding would
