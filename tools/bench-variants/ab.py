@@ -20,6 +20,8 @@ import argparse, json, os, shutil, statistics, subprocess, sys, tarfile, tempfil
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
 LOAD = os.path.join(ROOT, ".build", "release", "glimpse-load")
+sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
+from model_folder import link_variants  # noqa: E402
 
 
 def cpu_seconds(pid):
@@ -60,14 +62,7 @@ def main():
     servers = []
     try:
         models = os.path.join(work, "models")
-        os.makedirs(models)
-        manifest = json.load(open(os.path.join(ROOT, "models", "models.json")))["models"]
-        entries = {n: manifest[n] for n in a.variants.split(",")}
-        for entry in entries.values():
-            for f in (entry["file"], entry.get("labels")):
-                if f and not os.path.exists(os.path.join(models, f)):
-                    os.symlink(os.path.join(ROOT, "models", f), os.path.join(models, f))
-        json.dump({"models": entries}, open(os.path.join(models, "models.json"), "w"))
+        link_variants(models, a.variants.split(","))
         with tarfile.open(a.labels_tar) as tar:
             tar.extractall(work, filter="data")
         labels = os.path.join(work, "test")

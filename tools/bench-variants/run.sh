@@ -62,21 +62,7 @@ make_work_folder
 
 # A model folder with the chosen variants: links to models/ and their manifest entries (order kept).
 mkdir -p "$work/models" "$work/images"
-family=$(python3 - "$work/models" "${names[@]}" <<'EOF'
-import json, os, sys
-out, names = sys.argv[1], sys.argv[2:]
-root = json.load(open("models/models.json"))
-entries = {n: root["models"][n] for n in names}
-families = {e["family"] for e in entries.values()}
-assert len(families) == 1, f"the variants belong to several families: {families}"
-for e in entries.values():
-    for f in (e["file"], e.get("labels")):
-        if f and not os.path.exists(os.path.join(out, f)):
-            os.symlink(os.path.abspath(os.path.join("models", f)), os.path.join(out, f))
-json.dump({"models": entries}, open(os.path.join(out, "models.json"), "w"), indent=2)
-print(families.pop())
-EOF
-)
+family=$(python3 tools/lib/model_folder.py "$work/models" "${names[@]}")
 cp models/samples/"$family"-*.jpg "$work/images/" 2>/dev/null || true
 
 if [ -z "$photos" ] && [ "$family" = imagenet ]; then photos=../shared/images/imagenet; fi

@@ -298,7 +298,8 @@ final class BatchQueue: @unchecked Sendable {
                 let depth = scheduler.queueLength, margin = scheduler.margin.factor
                 // All engine threads only for a batch alone on the machine: no other batch, of this
                 // model or another, is running (`EngineOccupancy`).
-                let parallel = occupancy.begin() == 0 && scheduler.dispatchMayUseAllThreads()
+                let othersRunning = occupancy.begin()
+                let parallel = othersRunning == 0 && scheduler.dispatchMayUseAllThreads()
                 condition.unlock()
                 metrics.queueDepth(model: model.name, depth)
                 metrics.deadlineMargin(model: model.name, margin)
