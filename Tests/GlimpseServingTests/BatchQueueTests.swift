@@ -32,6 +32,15 @@ final class GateModel: BatchModel, @unchecked Sendable {
     }
 }
 
+/// Monotonic time and process CPU time that a test moves by hand.
+final class FakeClocks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var time: UInt64 = 1_000_000_000, used: UInt64 = 0
+    var now: UInt64 { lock.withLock { time } }
+    var cpu: UInt64 { lock.withLock { used } }
+    func advance(_ nanos: UInt64, cpu: UInt64) { lock.withLock { time += nanos; used += cpu } }
+}
+
 final class BatchQueueTests: XCTestCase {
     func item(_ value: Float) -> Tensor { Tensor(shape: [4], floats: [value, value, value, value]) }
 
@@ -83,6 +92,44 @@ final class BatchQueueTests: XCTestCase {
         try await runB(4)  // alone again
         XCTAssertEqual(a.parallelFlags, [true])
         XCTAssertEqual(b.parallelFlags, [true, false, true])
+    }
+
+    /// Nor while the process has lately kept more than `maxLoad` of the cores busy: the load is the
+    /// process's CPU over the last complete window, from the clocks given (fakes here).
+    func testALoneBatchUsesAllThreadsOnlyWhileTheCoresAreNotMostlyBusy() async throws {
+        let clocks = FakeClocks()
+        let ms: UInt64 = 1_000_000
+        let occupancy = EngineOccupancy(maxLoad: 0.5, cores: 2, windowNanos: 20 * ms, clock: { clocks.now }, cpu: { clocks.cpu })
+        XCTAssertTrue(occupancy.hasSpareCores())  // nothing measured yet
+        clocks.advance(20 * ms, cpu: 30 * ms)  // 0.75 of 2 cores
+        XCTAssertFalse(occupancy.hasSpareCores())
+        clocks.advance(10 * ms, cpu: 0)  // the window is still open: the last complete one counts
+        XCTAssertFalse(occupancy.hasSpareCores())
+        clocks.advance(10 * ms, cpu: 0)  // 20 ms at 0
+        XCTAssertTrue(occupancy.hasSpareCores())
+        clocks.advance(20 * ms, cpu: 20 * ms)  // exactly half: not below it
+        XCTAssertFalse(occupancy.hasSpareCores())
+        XCTAssertTrue(EngineOccupancy(maxLoad: 1, clock: { clocks.now }, cpu: { clocks.cpu }).hasSpareCores())
+        XCTAssertFalse(EngineOccupancy(maxLoad: 0, clock: { clocks.now }, cpu: { clocks.cpu }).hasSpareCores())
+
+        // Through the queue: a lone batch with the cores busy keeps to one thread, then uses all of
+        // them once the load falls.
+        let model = GateModel()
+        let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed),
+                                   workers: 2, occupancy: occupancy)
+        defer { queue.shutdown() }
+        func runOne(_ value: Float) async throws {
+            let t = Task { try await queue.submit(self.item(value)) }
+            model.entered.wait()
+            model.release.signal()
+            let scores = try await t.value.scores
+            XCTAssertEqual(scores, [value * 4])
+        }
+        clocks.advance(20 * ms, cpu: 36 * ms)
+        try await runOne(1)
+        clocks.advance(20 * ms, cpu: 2 * ms)
+        try await runOne(2)
+        XCTAssertEqual(model.parallelFlags, [false, true])
     }
 
     func testUnloadAnswersWaitingRequestsWithModelUnavailable() async throws {

@@ -244,6 +244,14 @@ extension BatchSchedulerTests {
         _ = slow.enqueue(id: 1, now: 0)
         XCTAssertEqual(slow.next(now: 0), .dispatch(ids: [1]))
         XCTAssertFalse(slow.dispatchMayUseAllThreads())
+        // Nor when the threads save too little of a lone batch's time to pay for waking them
+        // (40% faster, but 40 µs).
+        var small = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 2)
+        small.adopt(calibration: [1: 100_000], parallelOne: 60_000)
+        XCTAssertFalse(small.parallelHelps)
+        var saves = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 2)
+        saves.adopt(calibration: [1: 1_000_000], parallelOne: 790_000)
+        XCTAssertTrue(saves.parallelHelps)
         // A single worker always may: it is the only way to use the cores.
         var one = BatchScheduler(configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .adaptive), workers: 1)
         for id in 1...3 { _ = one.enqueue(id: UInt64(id), now: 0) }

@@ -15,7 +15,7 @@ median per server and the median and range of the per-round ratio B/A of CPU per
 and --b-flags add `glimpse serve` options to one server (e.g. "--split-margin 0.02"); the same binary
 twice with different flags compares settings. Every run is bounded by --seconds and a timeout.
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, tarfile, tempfile, time
+import argparse, json, os, re, shutil, statistics, subprocess, sys, tarfile, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -73,13 +73,19 @@ def main():
             proc = subprocess.Popen([binary, "serve", "--models", models, "--host", "127.0.0.1", "--port", str(port)] + flags.split(),
                                     stdout=log, stderr=subprocess.STDOUT)
             servers.append((f"{'AB'[i]} {binary} {flags}".strip(), port, proc))
-        for _, port, proc in servers:
+            # One server at a time, so each calibrates its models (timings that choose batch sizes
+            # and threads) on a machine the other is not loading.
             for _ in range(60):
                 if subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "1", f"http://127.0.0.1:{port}/readyz"]).returncode == 0:
                     break
                 if proc.poll() is not None:
                     sys.exit(f"a server exited: see {work}")
                 time.sleep(0.5)
+            # What calibration chose for a lone batch (all engine threads or one), per model.
+            for line in open(os.path.join(work, f"server-{i}.log")):
+                lone, model = re.search(r"a lone batch [^)]*\)", line), re.search(r"model=(\S+)", line)
+                if lone and model:
+                    print(f"{'AB'[i]} {model.group(1)}: {lone.group(0)}", flush=True)
 
         results = {name: [] for name, _, _ in servers}
         for r in range(a.rounds):

@@ -109,8 +109,14 @@ public struct BatchScheduler: Sendable {
     /// (its activations may leave the cache).
     public private(set) var efficientBatchSize: Int?
     /// Whether a batch that has the machine to itself should use all of the engine's intra-op
-    /// threads: true unless calibration measured them to be no faster than one thread.
+    /// threads: true unless calibration measured them to save less than 10% or less than
+    /// `minimumParallelSavingNanos` of a lone batch's time.
     public private(set) var parallelHelps = true
+    /// Latency a lone batch must save on all threads for them to be used. Waking the helper threads,
+    /// their spinning between operators and their sleeping again cost CPU on every batch: on 2 cores
+    /// about 90 µs a request for cifar10-small, whose lone batch they make 25 µs faster (BENCHMARKS.md,
+    /// "Lone batches"). Below 0.2 ms the saving is lost in the request's own path.
+    public static let minimumParallelSavingNanos = 200_000.0
 
     public init(configuration: Configuration, workers: Int = 1, latency: LatencyModel = LatencyModel()) {
         self.configuration = configuration
@@ -148,7 +154,8 @@ public struct BatchScheduler: Sendable {
         }
         if let size = Self.efficientBatchSize(calibration: loaded) { efficientBatchSize = size }
         if let parallelOne, let serialOne = loaded[1], workers > 1 {
-            parallelHelps = Double(parallelOne) < 0.9 * Double(serialOne)
+            let (parallel, serial) = (Double(parallelOne), Double(serialOne))
+            parallelHelps = parallel < 0.9 * serial && serial - parallel >= Self.minimumParallelSavingNanos
         }
         calibratedLatency = latency
     }

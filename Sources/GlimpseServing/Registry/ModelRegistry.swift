@@ -11,11 +11,13 @@ public final class ModelRegistry: @unchecked Sendable {
     let configuration: ServingConfiguration
     let logger: Logger
     let metrics: ServingMetrics
-    /// Batches running across the models: a batch uses all engine threads only when alone.
-    let occupancy = EngineOccupancy()
+    /// Batches running across the models: a batch uses all engine threads only when alone, and while
+    /// the cores are not mostly busy.
+    let occupancy: EngineOccupancy
 
     init(configuration: ServingConfiguration, logger: Logger, metrics: ServingMetrics) {
         self.configuration = configuration
+        self.occupancy = EngineOccupancy(maxLoad: configuration.parallelMaxLoad)
         self.logger = logger
         self.metrics = metrics
     }
