@@ -31,9 +31,9 @@ public struct ServingConfiguration: Sendable {
     public var selection: SelectionMode
     /// Share of the cores' time the split keeps free (`VariantSplit.Policy.margin`).
     public var splitMargin: Double
-    /// A batch alone on the machine spreads over all engine threads only while the process has used
-    /// less than this share of the cores lately (`EngineOccupancy`): 1 always, 0 never.
-    public var parallelMaxLoad: Double
+    /// A batch alone on the machine spreads over all engine threads only while fewer than this share
+    /// of the recent batches began beside another (`EngineOccupancy`): 1 always, 0 never.
+    public var parallelMaxOverlap: Double
     /// Most bytes the loaded models may hold together (weights and execution plans, as
     /// `LoadedModel.memory` counts them); a load that would go over it is refused. Nil: no limit.
     public var memoryBudgetBytes: Int?
@@ -53,9 +53,9 @@ public struct ServingConfiguration: Sendable {
                 decodeOptions: DecodeOptions = .init(),
                 selection: SelectionMode = .split,
                 splitMargin: Double = 0.02,
-                parallelMaxLoad: Double = 0.5) {
+                parallelMaxOverlap: Double = 0.2) {
         self.selection = selection
-        self.parallelMaxLoad = min(1, max(0, parallelMaxLoad))
+        self.parallelMaxOverlap = min(1, max(0, parallelMaxOverlap))
         self.splitMargin = min(0.9, max(0, splitMargin))
         self.decodeOptions = decodeOptions
         self.defaultModel = defaultModel

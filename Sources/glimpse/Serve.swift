@@ -41,7 +41,7 @@ struct Serve: AsyncParsableCommand {
     var defaultModel: String = "imagenet"
     @Option(help: "How a family's variants share its requests: split (the most accurate variant up to its capacity, the excess to lighter ones) or switch (one variant at a time, all or nothing).") var selection: String = "split"
     @Option(help: "Share of the cores' time the split keeps free: it plans as if arrivals were 1/(1 - margin) times the measured rate.") var splitMargin: Double = 0.02
-    @Option(help: "A batch alone on the machine uses all engine threads (lower latency, more CPU) only while the server has used less than this share of the cores over the last 20 ms: 1 always, 0 never.") var parallelMaxLoad: Double = 0.5
+    @Option(help: "A batch alone on the machine uses all engine threads (lower latency, more CPU) only while fewer than this share of the recent batches began beside another: 1 always, 0 never.") var parallelMaxOverlap: Double = 0.2
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
     @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
     @Option(help: "Seconds a connection may sit with no request before it is closed.") var idleTimeoutS: Double = 120
@@ -188,7 +188,7 @@ struct Serve: AsyncParsableCommand {
         let dctScaling = try DCTScaling(option: jpegDctScaling)
         guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
         guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
-        guard parallelMaxLoad >= 0, parallelMaxLoad <= 1 else { throw ValidationError("--parallel-max-load must be from 0 to 1") }
+        guard parallelMaxOverlap >= 0, parallelMaxOverlap <= 1 else { throw ValidationError("--parallel-max-overlap must be from 0 to 1") }
         var serving = ServingConfiguration(
             decodeThreads: min(threads, ProcessInfo.processInfo.activeProcessorCount),
             engineThreads: threads,
@@ -198,7 +198,7 @@ struct Serve: AsyncParsableCommand {
             imageLimits: ImageLimits(maxEncodedBytes: maxImageBytes, maxPixels: maxImagePixels),
             maxImagesPerCall: maxImagesPerCall, defaultModel: defaultModel.isEmpty ? nil : defaultModel, deadlineHeadroom: deadlineHeadroom,
             decodeOptions: DecodeOptions(dctScaling: dctScaling), selection: selectionMode, splitMargin: splitMargin,
-            parallelMaxLoad: parallelMaxLoad)
+            parallelMaxOverlap: parallelMaxOverlap)
         serving.modelKeys = try modelOptions.keys.keyring()
         if let memoryBudget {
             guard memoryBudget >= 1 else { throw ValidationError("--memory-budget is in MiB and must be at least 1") }

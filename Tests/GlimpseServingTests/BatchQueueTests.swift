@@ -32,15 +32,6 @@ final class GateModel: BatchModel, @unchecked Sendable {
     }
 }
 
-/// Monotonic time and process CPU time that a test moves by hand.
-final class FakeClocks: @unchecked Sendable {
-    private let lock = NSLock()
-    private var time: UInt64 = 1_000_000_000, used: UInt64 = 0
-    var now: UInt64 { lock.withLock { time } }
-    var cpu: UInt64 { lock.withLock { used } }
-    func advance(_ nanos: UInt64, cpu: UInt64) { lock.withLock { time += nanos; used += cpu } }
-}
-
 final class BatchQueueTests: XCTestCase {
     func item(_ value: Float) -> Tensor { Tensor(shape: [4], floats: [value, value, value, value]) }
 
@@ -94,26 +85,38 @@ final class BatchQueueTests: XCTestCase {
         XCTAssertEqual(b.parallelFlags, [true, false, true])
     }
 
-    /// Nor while the process has lately kept more than `maxLoad` of the cores busy: the load is the
-    /// process's CPU over the last complete window, from the clocks given (fakes here).
-    func testALoneBatchUsesAllThreadsOnlyWhileTheCoresAreNotMostlyBusy() async throws {
-        let clocks = FakeClocks()
-        let ms: UInt64 = 1_000_000
-        let occupancy = EngineOccupancy(maxLoad: 0.5, cores: 2, windowNanos: 20 * ms, clock: { clocks.now }, cpu: { clocks.cpu })
-        XCTAssertTrue(occupancy.hasSpareCores())  // nothing measured yet
-        clocks.advance(20 * ms, cpu: 30 * ms)  // 0.75 of 2 cores
-        XCTAssertFalse(occupancy.hasSpareCores())
-        clocks.advance(10 * ms, cpu: 0)  // the window is still open: the last complete one counts
-        XCTAssertFalse(occupancy.hasSpareCores())
-        clocks.advance(10 * ms, cpu: 0)  // 20 ms at 0
-        XCTAssertTrue(occupancy.hasSpareCores())
-        clocks.advance(20 * ms, cpu: 20 * ms)  // exactly half: not below it
-        XCTAssertFalse(occupancy.hasSpareCores())
-        XCTAssertTrue(EngineOccupancy(maxLoad: 1, clock: { clocks.now }, cpu: { clocks.cpu }).hasSpareCores())
-        XCTAssertFalse(EngineOccupancy(maxLoad: 0, clock: { clocks.now }, cpu: { clocks.cpu }).hasSpareCores())
+    /// Nor while batches have lately overlapped: the share of recent batches that began while another
+    /// was running (an exponential average) must stay under `maxOverlap`.
+    func testALoneBatchUsesAllThreadsOnlyWhileBatchesRarelyOverlap() async throws {
+        let occupancy = EngineOccupancy(maxOverlap: 0.2)
+        XCTAssertTrue(occupancy.overlapsRarely())  // no batch yet
+        // Batches one after another: never beside another.
+        for _ in 0..<20 {
+            XCTAssertEqual(occupancy.begin(), 0)
+            occupancy.end()
+        }
+        XCTAssertEqual(occupancy.recentOverlap, 0)
+        XCTAssertTrue(occupancy.overlapsRarely())
+        // Four batches each begun beside a running one: 1 - (15/16)^4 = 0.228 of the recent batches.
+        _ = occupancy.begin()
+        for _ in 0..<4 {
+            XCTAssertEqual(occupancy.begin(), 1)
+            occupancy.end()
+        }
+        occupancy.end()
+        XCTAssertEqual(occupancy.recentOverlap, 1 - pow(15.0 / 16, 4), accuracy: 1e-9)
+        XCTAssertFalse(occupancy.overlapsRarely())
+        // Lone batches again bring the share back under the bound: (1 - 0.228) · (15/16)^n < 0.2 from n = 22.
+        for _ in 0..<22 {
+            _ = occupancy.begin()
+            occupancy.end()
+        }
+        XCTAssertTrue(occupancy.overlapsRarely())
+        XCTAssertTrue(EngineOccupancy(maxOverlap: 1).overlapsRarely())
+        XCTAssertFalse(EngineOccupancy(maxOverlap: 0).overlapsRarely())
 
-        // Through the queue: a lone batch with the cores busy keeps to one thread, then uses all of
-        // them once the load falls.
+        // Through the queue: with batches overlapping, a lone batch keeps to one thread; after lone
+        // batches one after another, it uses all of them.
         let model = GateModel()
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed),
                                    workers: 2, occupancy: occupancy)
@@ -125,9 +128,11 @@ final class BatchQueueTests: XCTestCase {
             let scores = try await t.value.scores
             XCTAssertEqual(scores, [value * 4])
         }
-        clocks.advance(20 * ms, cpu: 36 * ms)
+        _ = occupancy.begin()
+        for _ in 0..<8 { _ = occupancy.begin(); occupancy.end() }
+        occupancy.end()
         try await runOne(1)
-        clocks.advance(20 * ms, cpu: 2 * ms)
+        for _ in 0..<40 { _ = occupancy.begin(); occupancy.end() }
         try await runOne(2)
         XCTAssertEqual(model.parallelFlags, [false, true])
     }

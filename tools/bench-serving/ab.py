@@ -7,13 +7,15 @@
 Both servers run at once (loopback, their own ports) with only MODEL loaded from the shared models;
 each round sends REQUESTS JSON-RPC classify calls of IMAGE to each server with h2load (-c 2 -m 32),
 the order alternating from round to round, and reads the server's CPU (user + system, /proc/PID/stat)
-around them. Prints each build's median req/s and CPU µs per request, and the median and range of the
-per-round CPU ratio B/A: a paired figure that a noisy shared host moves less than either alone.
+around them, and the engine's CPU per image from the server's metrics (as bench.py does). Prints each
+build's median req/s, CPU µs per request and CPU outside the engine per request, and the median and
+range of the per-round ratios B/A: paired figures that a noisy shared host moves less than either
+alone.
 Every step is bounded by its request count and a timeout.
 """
 import argparse, base64, json, os, re, subprocess, sys, tempfile, time
 
-from bench import cpu_seconds, start_server, stop_all
+from bench import cpu_seconds, engine_cpu, metrics, start_server, stop_all
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -55,21 +57,27 @@ def main():
         results = ([], [])
         for r in range(a.rounds):
             for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+                engine_before = engine_cpu(metrics(ports[i]), a.model)
                 before, start = cpu_seconds(procs[i].pid), time.monotonic()
                 ok = load(ports[i], a.requests)
                 elapsed, cpu = time.monotonic() - start, cpu_seconds(procs[i].pid) - before
-                results[i].append((ok / elapsed, cpu / max(ok, 1) * 1e6))
+                engine_after = engine_cpu(metrics(ports[i]), a.model)
+                engine = (engine_after[0] - engine_before[0]) / max(engine_after[1] - engine_before[1], 1)
+                per = cpu / max(ok, 1)
+                results[i].append((ok / elapsed, per * 1e6, (per - engine) * 1e6))
 
         def median(v):
             v = sorted(v)
             return v[len(v) // 2]
 
         for name, rows in zip((a.a, a.b), results):
-            rates, cpus = [x[0] for x in rows], [x[1] for x in rows]
+            rates, cpus, outside = [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows]
             print(f"{name}: req/s median {median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f}), "
-                  f"CPU µs/request median {median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})")
-        ratios = [b[1] / a_[1] for a_, b in zip(*results)]
-        print(f"CPU per request B/A, per round: median {median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}), {a.rounds} rounds")
+                  f"CPU µs/request median {median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f}), "
+                  f"outside the engine median {median(outside):.1f} ({min(outside):.1f}-{max(outside):.1f})")
+        for label, k in (("CPU per request", 1), ("CPU outside the engine per request", 2)):
+            ratios = [b[k] / a_[k] for a_, b in zip(*results)]
+            print(f"{label} B/A, per round: median {median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}), {a.rounds} rounds")
     finally:
         stop_all(procs, work)
 

@@ -201,6 +201,9 @@ def main():
                    ["-n", n, "-c", "2", "-m", "32", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
                 h2(pid, port, f"classify {model}, HTTP/1.1 (h2load --h1 -c 16){tag}",
                    ["--h1", "-n", n, "-c", "16", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
+                # As many calls in flight as the h2c rows (64): HTTP/1.1 has one per connection.
+                h2(pid, port, f"classify {model}, HTTP/1.1 (h2load --h1 -c 64){tag}",
+                   ["--h1", "-n", n, "-c", "64", "-d", bodies[name]] + json_header + [f"{url}/rpc"], model)
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)
 

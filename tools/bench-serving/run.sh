@@ -4,8 +4,9 @@
 #     serving a 16-byte file over h2c (the same h2load command) as the ceiling of a C HTTP/2 server;
 #   - classify on mnist-8 (a digit PNG) and on squeezenet1.1 (kitten_small.jpg): h2c through
 #     glimpse-load (64 streams over 2 connections) and through h2load (-c 2 -m 32), HTTP/1.1 through
-#     h2load --h1 -c 16; beside the total CPU per request, the engine's CPU per image (from
-#     glimpse_energy_joules_total / glimpse_energy_watts_per_core) and the rest ("outside the engine").
+#     h2load --h1 -c 16 and -c 64 (64 calls in flight, as through glimpse-load); beside the total CPU
+#     per request, the engine's CPU per image (from glimpse_energy_joules_total /
+#     glimpse_energy_watts_per_core) and the rest ("outside the engine").
 #
 #   tools/bench-serving/run.sh [--seconds 8] [--requests 200000] [--no-build] [--server PATH]
 #                              [--compare-flags "FLAGS"]

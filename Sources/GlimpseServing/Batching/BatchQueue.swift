@@ -299,10 +299,10 @@ final class BatchQueue: @unchecked Sendable {
                 // All engine threads only for a batch alone on the machine: no other batch, of this
                 // model or another, is running (`EngineOccupancy`).
                 let othersRunning = occupancy.begin()
-                // Nor while the process keeps most of the cores busy (several workers: one alone is the
-                // only way to use the cores).
+                // Nor while batches often overlap (several workers: one alone is the only way to use
+                // the cores).
                 let parallel = othersRunning == 0 && scheduler.dispatchMayUseAllThreads()
-                    && (scheduler.workers == 1 || occupancy.hasSpareCores())
+                    && (scheduler.workers == 1 || occupancy.overlapsRarely())
                 condition.unlock()
                 metrics.queueDepth(model: model.name, depth)
                 metrics.deadlineMargin(model: model.name, margin)

@@ -12,12 +12,12 @@ public final class ModelRegistry: @unchecked Sendable {
     let logger: Logger
     let metrics: ServingMetrics
     /// Batches running across the models: a batch uses all engine threads only when alone, and while
-    /// the cores are not mostly busy.
+    /// batches rarely overlap.
     let occupancy: EngineOccupancy
 
     init(configuration: ServingConfiguration, logger: Logger, metrics: ServingMetrics) {
         self.configuration = configuration
-        self.occupancy = EngineOccupancy(maxLoad: configuration.parallelMaxLoad)
+        self.occupancy = EngineOccupancy(maxOverlap: configuration.parallelMaxOverlap)
         self.logger = logger
         self.metrics = metrics
     }
