@@ -212,13 +212,9 @@ public final class InferenceService: Sendable {
                 start: UInt64, decoded: UInt64) async throws -> ClassifyResult {
         let item = try await submit(tensor, to: model, deadline: deadline)
         let end = monotonicNanos()
-        servingMetrics.recordStage("decode", model: model.name, nanos: decoded - start)
-        servingMetrics.recordStage("queue", model: model.name, nanos: item.queueNanos)
-        servingMetrics.recordStage("inference", model: model.name, nanos: item.inferenceNanos)
-        servingMetrics.recordStage("total", model: model.name, nanos: end - start)
-        servingMetrics.variantSelected(family: model.metadata.family, variant: model.metadata.variant, reason: reason)
         let joules = energy.joules(cpuNanos: item.cpuNanosPerItem)
-        servingMetrics.recordInferenceEnergy(model: model.name, variant: model.metadata.variant, joules: joules)
+        model.recorded.recordAnswer(decodeNanos: decoded - start, queueNanos: item.queueNanos, inferenceNanos: item.inferenceNanos,
+                                    totalNanos: end - start, joules: joules, reason: reason)
         let predictions = TopK.select(scores: item.scores, k: topK).map {
             Prediction(label: model.label($0.index), index: $0.index, score: $0.score)
         }
@@ -299,10 +295,10 @@ extension InferenceService: Service {
 final class InflightCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
-    private let metrics: ServingMetrics
+    private let gauge: Gauge
 
     init(metrics: ServingMetrics) {
-        self.metrics = metrics
+        self.gauge = metrics.inflightGauge()
     }
 
     func add(_ delta: Int) {
@@ -310,7 +306,7 @@ final class InflightCounter: @unchecked Sendable {
         value += delta
         let v = value
         lock.unlock()
-        metrics.inflight(v)
+        gauge.record(v)
     }
 
     /// Adds `n` unless that would pass `limit`.
@@ -323,7 +319,7 @@ final class InflightCounter: @unchecked Sendable {
         value += n
         let v = value
         lock.unlock()
-        metrics.inflight(v)
+        gauge.record(v)
         return true
     }
 }

@@ -84,19 +84,27 @@ final class FaultTests: XCTestCase {
         let call: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": "classify",
                                "params": ["model": "squeezenet1.1", "images": .array(Array(repeating: .string(image), count: 8))]]
         let body = call.serialized()
+        // A first round warms the heap up: glibc's allocator gives threads that meet in malloc arenas of
+        // their own. After it, RSS moves up and down by 15-30 MiB from round to round on 2 cores (eight
+        // rounds in one run: 138-170 MiB, no trend), so the check takes the lowest of three rounds: held
+        // memory would raise every one of them.
         try await abandonRound(server, body: body, count: 10)
         try await settle(server)
         let afterFirst = Self.rssMiB(server)
-        try await abandonRound(server, body: body, count: 10)
-        try await settle(server)
-        let afterSecond = Self.rssMiB(server)
-        print("RSS after 30 abandoned calls: \(afterFirst) MiB; after 30 more: \(afterSecond) MiB")
-        // Each abandoned call decodes up to 8 images (0.6 MB of pixels each): held, 30 calls would add far more.
+        var after: [Double] = []
+        for _ in 0..<3 {
+            try await abandonRound(server, body: body, count: 10)
+            try await settle(server)
+            after.append(Self.rssMiB(server))
+        }
+        print("RSS after 30 abandoned calls: \(afterFirst) MiB; after each of three rounds of 30 more: \(after) MiB")
+        // Each of the 20 calls per round that reach decoding decodes 8 images (0.6 MB of pixels each):
+        // held, a round would add about 95 MiB.
         // Under a sanitizer (scripts/sanitize.sh) RSS is not the measure: ASan holds freed memory in its
         // quarantine by design, so there only the in-flight count above is checked.
         let environment = ProcessInfo.processInfo.environment
         if environment["ASAN_OPTIONS"] == nil && environment["TSAN_OPTIONS"] == nil {
-            XCTAssertLessThan(afterSecond, afterFirst + 16, "memory grows with abandoned calls")
+            XCTAssertLessThan(after.min() ?? .infinity, afterFirst + 32, "memory grows with abandoned calls")
         }
         XCTAssertTrue(server.process.isRunning, server.log.suffix(2000).description)
         // The workers are free: a call is answered at once, over both protocols.

@@ -1,6 +1,7 @@
 import Foundation
 import GlimpseEngine
 import GlimpseTensor
+import Metrics
 
 /// Drives a `BatchScheduler` for one model: owns the waiting items and the worker threads that
 /// run batches on the engine. Workers are OS threads, never event loops.
@@ -22,6 +23,9 @@ final class BatchQueue: @unchecked Sendable {
     private var stopping = false
     private let onBatch: @Sendable (BatchCost) -> Void
     let metrics: ServingMetrics
+    /// Recorded on every request or batch, so kept rather than looked up.
+    private let depthGauge: Gauge
+    private let marginGauge: Gauge
     /// Batches running in every queue of the service (shared by its queues).
     let occupancy: EngineOccupancy
 
@@ -37,6 +41,8 @@ final class BatchQueue: @unchecked Sendable {
         self.scheduler = BatchScheduler(configuration: config, workers: workers)
         self.onBatch = onBatch
         self.metrics = metrics
+        self.depthGauge = metrics.queueDepthGauge(model: model.name)
+        self.marginGauge = metrics.deadlineMarginGauge(model: model.name)
         self.occupancy = occupancy
         for i in 0..<max(1, workers) {
             let name = "gb\(i)-\(model.name)"
@@ -254,7 +260,7 @@ final class BatchQueue: @unchecked Sendable {
                 condition.signal()
             }
             condition.unlock()
-            metrics.queueDepth(model: model.name, depth)
+            depthGauge.record(depth)
             switch decision {
             case .accepted:
                 break
@@ -304,8 +310,8 @@ final class BatchQueue: @unchecked Sendable {
                 let parallel = othersRunning == 0 && scheduler.dispatchMayUseAllThreads()
                     && (scheduler.workers == 1 || occupancy.overlapsRarely())
                 condition.unlock()
-                metrics.queueDepth(model: model.name, depth)
-                metrics.deadlineMargin(model: model.name, margin)
+                depthGauge.record(depth)
+                marginGauge.record(margin)
                 let start = monotonicNanos()
                 let (cost, results) = run(batch, startedAt: start, parallel: parallel)
                 let took = monotonicNanos() - start
@@ -325,7 +331,7 @@ final class BatchQueue: @unchecked Sendable {
                 // waking them after every batch cost each a futex wake-up and sleep per batch.
                 if scheduler.queueLength > 0 { condition.broadcast() }
             case .expire(let ids):
-                metrics.deadlineMargin(model: model.name, scheduler.margin.factor)
+                marginGauge.record(scheduler.margin.factor)
                 let expired = ids.compactMap { pending.removeValue(forKey: $0) }
                 for item in expired {
                     let waited = String(format: "%.1f", Double(now &- min(item.enqueuedAt, now)) / 1e6)

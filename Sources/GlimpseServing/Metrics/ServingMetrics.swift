@@ -10,26 +10,26 @@ struct ServingMetrics: Sendable {
         self.handles = handles
     }
 
-    func recordBatch(model: String, variant: String, size: Int, nanos: UInt64, oldestWaitNanos: UInt64) {
-        handles.counter(GlimpseMetrics.batches, [("model", model), ("variant", variant)]).increment()
-        handles.recorder(GlimpseMetrics.batchSize, [("model", model)]).record(size)
-        handles.timer(GlimpseMetrics.batchWaitSeconds, [("model", model)]).recordNanoseconds(Int64(oldestWaitNanos))
+    /// What each batch of a model records, with its handles looked up once.
+    func batchRecorder(model: String, variant: String) -> @Sendable (_ size: Int, _ oldestWaitNanos: UInt64) -> Void {
+        let batches = handles.counter(GlimpseMetrics.batches, [("model", model), ("variant", variant)])
+        let sizes = handles.recorder(GlimpseMetrics.batchSize, [("model", model)])
+        let waits = handles.timer(GlimpseMetrics.batchWaitSeconds, [("model", model)])
+        return { size, oldestWaitNanos in
+            batches.increment()
+            sizes.record(size)
+            waits.recordNanoseconds(Int64(oldestWaitNanos))
+        }
     }
 
-    func recordStage(_ stage: String, model: String, nanos: UInt64) {
-        handles.timer(GlimpseMetrics.stageSeconds, [("stage", stage), ("model", model)]).recordNanoseconds(Int64(nanos))
+    /// The queue-depth gauge of a model, for a queue to keep (it records on every request).
+    func queueDepthGauge(model: String) -> Gauge {
+        handles.gauge(GlimpseMetrics.queueDepth, [("model", model)])
     }
 
-    func recordInferenceEnergy(model: String, variant: String, joules: Double) {
-        handles.recorder(GlimpseMetrics.inferenceJoules, [("model", model), ("variant", variant)]).record(joules)
-    }
-
-    func queueDepth(model: String, _ depth: Int) {
-        handles.gauge(GlimpseMetrics.queueDepth, [("model", model)]).record(depth)
-    }
-
-    func deadlineMargin(model: String, _ factor: Double) {
-        handles.gauge(GlimpseMetrics.deadlineMargin, [("model", model)]).record(factor)
+    /// The deadline-margin gauge of a model, for a queue to keep (it records on every batch).
+    func deadlineMarginGauge(model: String) -> Gauge {
+        handles.gauge(GlimpseMetrics.deadlineMargin, [("model", model)])
     }
 
     func modelLoad(model: String, outcome: String) {
@@ -40,11 +40,8 @@ struct ServingMetrics: Sendable {
         handles.gauge(GlimpseMetrics.splitShare, [("family", family), ("variant", variant)]).record(share)
     }
 
-    func variantSelected(family: String, variant: String, reason: String) {
-        handles.counter(GlimpseMetrics.variantSelections, [("family", family), ("variant", variant), ("reason", reason)]).increment()
-    }
-
-    func inflight(_ count: Int) {
-        handles.gauge(GlimpseMetrics.inflight, []).record(count)
+    /// The gauge of images in flight, for a counter to keep (it records twice per request).
+    func inflightGauge() -> Gauge {
+        handles.gauge(GlimpseMetrics.inflight, [])
     }
 }

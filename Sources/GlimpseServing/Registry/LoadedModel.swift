@@ -11,14 +11,17 @@ public final class LoadedModel: @unchecked Sendable {
     public let fileBytes: Int
     public let loadedAt: Date
     let queue: BatchQueue
+    /// Its per-request metric handles.
+    let recorded: ModelMetrics
 
-    init(metadata: ModelMetadata, model: CompiledModel, labels: [String], fileBytes: Int, queue: BatchQueue) {
+    init(metadata: ModelMetadata, model: CompiledModel, labels: [String], fileBytes: Int, queue: BatchQueue, recorded: ModelMetrics) {
         self.metadata = metadata
         self.model = model
         self.labels = labels
         self.fileBytes = fileBytes
         self.loadedAt = Date()
         self.queue = queue
+        self.recorded = recorded
     }
 
     public var name: String { metadata.name }

@@ -96,9 +96,10 @@ public final class ModelRegistry: @unchecked Sendable {
         let name = metadata.name
         let variant = metadata.variant
         let metrics = self.metrics
+        let recordBatch = metrics.batchRecorder(model: name, variant: variant)
         let queue = try BatchQueue(model: compiled, configuration: configuration.batching, workers: configuration.workersPerModel,
                                    metrics: metrics, occupancy: occupancy) { cost in
-            metrics.recordBatch(model: name, variant: variant, size: cost.size, nanos: cost.wallNanos, oldestWaitNanos: cost.oldestWaitNanos)
+            recordBatch(cost.size, cost.oldestWaitNanos)
         }
         // A new version serves only once it has run: warm-up and latency calibration happen here,
         // while the old version (if any) keeps serving.
@@ -109,7 +110,8 @@ public final class ModelRegistry: @unchecked Sendable {
             throw ServingError.modelUnavailable("model \(metadata.name) failed its warm-up run: \(error)")
         }
         let loaded = LoadedModel(metadata: metadata, model: compiled, labels: labels,
-                                 fileBytes: (attributes[.size] as? Int) ?? 0, queue: queue)
+                                 fileBytes: (attributes[.size] as? Int) ?? 0, queue: queue,
+                                 recorded: ModelMetrics(model: name, family: metadata.family, variant: variant, metrics: metrics))
         do {
             try checkMemoryBudget(for: loaded)
         } catch {
