@@ -35,6 +35,15 @@ final class GateModel: BatchModel, @unchecked Sendable {
 final class BatchQueueTests: XCTestCase {
     func item(_ value: Float) -> Tensor { Tensor(shape: [4], floats: [value, value, value, value]) }
 
+    /// Submits one item, lets the model's batch through as soon as it has entered, and checks the sum.
+    func runReleased(_ value: Float, through queue: BatchQueue, model: GateModel) async throws {
+        let t = Task { try await queue.submit(self.item(value)) }
+        model.entered.wait()
+        model.release.signal()
+        let scores = try await t.value.scores
+        XCTAssertEqual(scores, [value * 4])
+    }
+
     func testRequestsArrivingDuringABatchFormTheNextBatch() async throws {
         let model = GateModel()
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 0, delayPolicy: .fixed), workers: 1)
@@ -64,13 +73,7 @@ final class BatchQueueTests: XCTestCase {
         let qa = try BatchQueue(model: a, configuration: config, workers: 2, occupancy: occupancy)
         let qb = try BatchQueue(model: b, configuration: config, workers: 2, occupancy: occupancy)
         defer { qa.shutdown(); qb.shutdown() }
-        func runB(_ value: Float) async throws {
-            let t = Task { try await qb.submit(self.item(value)) }
-            b.entered.wait()
-            b.release.signal()
-            let scores = try await t.value.scores
-            XCTAssertEqual(scores, [value * 4])
-        }
+        func runB(_ value: Float) async throws { try await runReleased(value, through: qb, model: b) }
         try await runB(1)  // alone: all threads
         let held = Task { try await qa.submit(self.item(2)) }
         a.entered.wait()  // A's batch is running
@@ -121,13 +124,7 @@ final class BatchQueueTests: XCTestCase {
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed),
                                    workers: 2, occupancy: occupancy)
         defer { queue.shutdown() }
-        func runOne(_ value: Float) async throws {
-            let t = Task { try await queue.submit(self.item(value)) }
-            model.entered.wait()
-            model.release.signal()
-            let scores = try await t.value.scores
-            XCTAssertEqual(scores, [value * 4])
-        }
+        func runOne(_ value: Float) async throws { try await runReleased(value, through: queue, model: model) }
         _ = occupancy.begin()
         for _ in 0..<8 { _ = occupancy.begin(); occupancy.end() }
         occupancy.end()
