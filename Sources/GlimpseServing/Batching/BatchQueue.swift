@@ -6,7 +6,7 @@ import Metrics
 /// Drives a `BatchScheduler` for one model: owns the waiting items and the worker threads that
 /// run batches on the engine. Workers are OS threads, never event loops.
 final class BatchQueue: @unchecked Sendable {
-    private struct Pending {
+    struct Pending {
         var input: Tensor
         var enqueuedAt: UInt64
         var deadline: UInt64?
@@ -23,6 +23,11 @@ final class BatchQueue: @unchecked Sendable {
     private var stopping = false
     private let onBatch: @Sendable (BatchCost) -> Void
     let metrics: ServingMetrics
+    /// Taken by a worker after it has made a batch's results and before it resumes the callers, and by
+    /// each caller once resumed: the continuation already orders the two, but through the Swift
+    /// concurrency runtime and libdispatch, which ThreadSanitizer cannot see (scripts/tsan-suppressions.txt);
+    /// the lock makes the order visible to it, for two uncontended lock round trips a batch and a call.
+    let handoff = NSLock()
     /// Recorded on every request or batch, so kept rather than looked up.
     private let depthGauge: Gauge
     private let marginGauge: Gauge
@@ -156,7 +161,7 @@ final class BatchQueue: @unchecked Sendable {
     }
     private var poolInBatches: UInt64 = 0
 
-    private func noteEngineThreads(_ nanos: UInt64) {
+    func noteEngineThreads(_ nanos: UInt64) {
         guard nanos > 0 else { return }
         condition.lock()
         poolInBatches &+= nanos
@@ -241,6 +246,13 @@ final class BatchQueue: @unchecked Sendable {
     /// Queues one preprocessed item (shape `itemShape`) and waits for its batch to run.
     /// `deadline` is a monotonic time in nanoseconds.
     func submit(_ input: Tensor, deadline: UInt64? = nil) async throws -> BatchItemResult {
+        let result: Result<BatchItemResult, any Error>
+        do { result = .success(try await enqueue(input, deadline: deadline)) } catch { result = .failure(error) }
+        handoff.withLock {}
+        return try result.get()
+    }
+
+    private func enqueue(_ input: Tensor, deadline: UInt64?) async throws -> BatchItemResult {
         try await withCheckedThrowingContinuation { continuation in
             condition.lock()
             if stopping {
@@ -291,6 +303,7 @@ final class BatchQueue: @unchecked Sendable {
         }
         condition.broadcast()
         condition.unlock()
+        handoff.withLock {}
         for item in waiting { item.continuation.resume(throwing: error) }
     }
 
@@ -333,6 +346,7 @@ final class BatchQueue: @unchecked Sendable {
             case .expire(let ids):
                 marginGauge.record(scheduler.margin.factor)
                 let expired = ids.compactMap { pending.removeValue(forKey: $0) }
+                handoff.withLock {}
                 for item in expired {
                     let waited = String(format: "%.1f", Double(now &- min(item.enqueuedAt, now)) / 1e6)
                     if let deadline = item.deadline, deadline > now {
@@ -355,40 +369,4 @@ final class BatchQueue: @unchecked Sendable {
         }
     }
 
-    private func resume(_ batch: [Pending], with results: Result<[BatchItemResult], any Error>) {
-        for (i, item) in batch.enumerated() { item.continuation.resume(with: results.map { $0[i] }) }
-    }
-
-    /// Runs a batch and returns its cost and each item's answer (in batch order), or the error
-    /// that fails them all. It does not resume the callers.
-    private func run(_ batch: [Pending], startedAt: UInt64, parallel: Bool)
-        -> (BatchCost, Result<[BatchItemResult], any Error>) {
-        let oldestWait = batch.map { startedAt - $0.enqueuedAt }.max() ?? 0
-        guard !batch.isEmpty else { return (BatchCost(size: 0, wallNanos: 0, cpuNanos: 0, oldestWaitNanos: 0), .success([])) }
-        // A batch's CPU: its worker thread's, plus the engine threads' when it ran on them. A batch on
-        // one thread does not count the engine threads, which another worker's batch may be using.
-        let threadStart = CPUClock.thread()
-        let poolStart = parallel ? model.engineThreadsCPUNanos() : 0
-        do {
-            let n = batch.count
-            let input = try Self.assemble(batch.map(\.input), itemShape: itemShape, dtype: inputDType)
-            let outputs = try model.run([input], parallel: parallel)
-            let inferenceNanos = monotonicNanos() - startedAt
-            let pool = parallel ? model.engineThreadsCPUNanos() &- poolStart : 0
-            let cpu = (CPUClock.thread() &- threadStart) &+ pool
-            noteEngineThreads(pool)
-            guard let output = outputs.first, output.shape.rank >= 1, output.shape[0] == n else {
-                throw EngineError("model \(model.name) returned no batch output")
-            }
-            let answers = batch.enumerated().map { i, item in
-                BatchItemResult(scores: output.item(i).floats(), batchSize: n,
-                                queueNanos: startedAt - item.enqueuedAt, inferenceNanos: inferenceNanos,
-                                cpuNanosPerItem: cpu / UInt64(n))
-            }
-            return (BatchCost(size: n, wallNanos: inferenceNanos, cpuNanos: cpu, oldestWaitNanos: oldestWait), .success(answers))
-        } catch {
-            return (BatchCost(size: batch.count, wallNanos: monotonicNanos() - startedAt, cpuNanos: 0, oldestWaitNanos: oldestWait),
-                    .failure(error))
-        }
-    }
 }
