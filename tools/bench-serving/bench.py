@@ -17,21 +17,16 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from procstat import cpu_seconds  # noqa: E402
+
 SHARED = os.environ.get("GLIMPSE_SHARED", "../shared")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a process (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def start_server(binary, models, work, procs, flags=()):

@@ -22,23 +22,7 @@ SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "s
 LOAD = os.path.join(ROOT, ".build", "release", "glimpse-load")
 sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 from model_folder import link_variants  # noqa: E402
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def switches(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            for line in open(f"/proc/{pid}/task/{tid}/status"):
-                if line.startswith("voluntary_ctxt_switches"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass  # a thread that ended meanwhile
-    return total
+from procstat import cpu_seconds, switches  # noqa: E402
 
 
 def main():

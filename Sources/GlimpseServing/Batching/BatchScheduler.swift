@@ -175,7 +175,7 @@ public struct BatchScheduler: Sendable {
     /// waits (light load: the lowest latency for this request), and calibration found the threads
     /// faster; under load each worker keeps to its own thread, so the workers do not oversubscribe
     /// the cores and batches run at their best throughput. (The queue also requires that no other
-    /// model's batch is running: `EngineOccupancy`.)
+    /// model's batch is running and that batches have lately rarely overlapped: `EngineOccupancy`.)
     public func dispatchMayUseAllThreads() -> Bool {
         if workers == 1 { return true }
         return parallelHelps && idleWorkers == workers - 1 && queueLength == 0
