@@ -138,9 +138,10 @@ final class ConvKernelTests: XCTestCase {
     }
 
     /// `f32_conv_8x16_direct` (short-reduction "same" convolutions) against the reference: output channel
-    /// counts below, at and above the 8-channel block, planes whose pixel count is not a multiple
-    /// of 16, bias, a residual and a clamp in the epilogue, and a second image read through the
-    /// tensor-wide readable range.
+    /// counts below, at and above the 8-channel block and the 16-channel pair (with the longer
+    /// reductions the pair takes), planes whose pixel count is not a multiple of 16, bias, a
+    /// residual and a clamp in the epilogue, and a second image read through the tensor-wide
+    /// readable range.
     func testDirectConvMatchesReference() {
         var rng = TestRandom(seed: 41)
         var tested = 0
@@ -150,13 +151,16 @@ final class ConvKernelTests: XCTestCase {
             let padTop = rng.int(0...(kh - 1) * dh), padBottom = rng.int(0...(kh - 1) * dh)
             let padLeft = rng.int(0...(kw - 1) * dw)
             let oh = h + padTop + padBottom - (kh - 1) * dh
-            let cin = max(1, min(rng.int(1...4), f32_conv_8x16_direct.maxPatch / (kh * kw)))
+            let cout = [1, 5, 8, 11, 16, 20][i % 6]
+            // Every other case with 16 or fewer output channels reduces over more than `maxPatch`.
+            let long = cout <= f32_conv_8x16_direct.pairChannels && i % 12 < 6
+            let most = long ? f32_conv_8x16_direct.maxPairPatch : f32_conv_8x16_direct.maxPatch
+            let cin = max(1, min(rng.int(long ? 3...12 : 1...4), most / (kh * kw)))
             guard oh >= 1 else { continue }
             let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
                                  strideH: 1, strideW: 1, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
                                  outHeight: oh, outWidth: w)
-            XCTAssertTrue(f32_conv_8x16_direct.applies(g), "\(g)")
-            let cout = [1, 5, 8, 11, 16, 20][i % 6]
+            XCTAssertTrue(f32_conv_8x16_direct.applies(g, outChannels: cout), "\(g)")
             let image = cin * g.inPixels, outImage = cout * g.outPixels
             let x = AlignedBuffer(rng.floats(2 * image)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
             let bias = AlignedBuffer(rng.floats(cout)), residual = AlignedBuffer(rng.floats(outImage))

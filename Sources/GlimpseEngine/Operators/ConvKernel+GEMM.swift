@@ -6,7 +6,7 @@ extension ConvKernel {
     func runGemm(_ pool: ThreadPool) {
         guard let packed else { return }
         let g = geometry
-        if let direct, group == 1, f32_conv_8x16_direct.applies(g) {
+        if let direct, group == 1, f32_conv_8x16_direct.applies(g, outChannels: outPerGroup) {
             runDirect(pool, direct)
             return
         }

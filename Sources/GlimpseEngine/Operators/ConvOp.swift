@@ -90,7 +90,7 @@ public final class ConvOp: Operator {
             && window.strides == [1, 1] && window.dilations == [1, 1] && window.pads == [1, 1, 1, 1] && window.autoPad == .notSet {
             winogradEligible = true
         }
-        if group == 1 && k <= f32_conv_8x16_direct.maxPatch {
+        if group == 1 && f32_conv_8x16_direct.takes(patch: k, outChannels: m) {
             let d = TensorStorage(byteCount: f32_conv_8x16_direct.packedCount(m: m, k: k) * 4)
             f32_conv_8x16_direct.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
             direct = d

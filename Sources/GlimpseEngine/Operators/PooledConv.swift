@@ -42,7 +42,7 @@ struct PooledConv {
         poolScratch = (Pool2D.scratchCount(p) + 15) / 16 * 16
         let phased = ConvKernel.readsPhases(g, depthwise: depthwise, group: group, residual: false)
         let windowed = g.isPointwise || g.isShiftedPlane || (phased && PhasePlaneSource.readsDense(PhasePlanes(g)))
-        banded = windowed && group == 1 && !depthwise && !f32_conv_8x16_direct.applies(g) && p.outHeight >= 2
+        banded = windowed && group == 1 && !depthwise && !f32_conv_8x16_direct.applies(g, outChannels: channels) && p.outHeight >= 2
             && channels * g.outPixels * 4 >= Self.minBandedBytes
         // Pooled rows per band from the byte budget; with fewer images than threads, a multiple of
         // the thread count of bands, so the threads share each image evenly.
