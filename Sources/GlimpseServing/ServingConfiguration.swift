@@ -56,7 +56,7 @@ public struct ServingConfiguration: Sendable {
                 parallelMaxOverlap: Double = 0.2) {
         self.selection = selection
         self.parallelMaxOverlap = min(1, max(0, parallelMaxOverlap))
-        self.splitMargin = min(0.9, max(0, splitMargin))
+        self.splitMargin = min(0.9, max(-0.5, splitMargin))
         self.decodeOptions = decodeOptions
         self.defaultModel = defaultModel
         self.deadlineHeadroom = min(0.9, max(0, deadlineHeadroom))

@@ -40,7 +40,7 @@ struct Serve: AsyncParsableCommand {
             help: "The family (or variant) that serves a classify without \"model\" (or with \"model\": \"auto\"). When it is not loaded and only one family is, that family serves.")
     var defaultModel: String = "imagenet"
     @Option(help: "How a family's variants share its requests: split (the most accurate variant up to its capacity, the excess to lighter ones) or switch (one variant at a time, all or nothing).") var selection: String = "split"
-    @Option(help: "Share of the cores' time the split keeps free: it plans as if arrivals were 1/(1 - margin) times the measured rate.") var splitMargin: Double = 0.02
+    @Option(help: "Share of the cores' time the split keeps free: it plans as if arrivals were 1/(1 - margin) times the measured rate. Below 0 (down to -0.5) it plans the cores beyond its estimate, to measure how far the split can go (tools/bench-variants/ceiling.py).") var splitMargin: Double = 0.02
     @Option(help: "A batch alone on the machine uses all engine threads (lower latency, more CPU) only while fewer than this share of the recent batches began beside another: 1 always, 0 never.") var parallelMaxOverlap: Double = 0.2
     @Option(help: "Longest JSON-RPC batch array.") var maxBatchCalls: Int = 256
     @Option(help: "Seconds allowed for the TLS handshake / h2c preface and the first HTTP/1.1 request head.") var headerTimeoutS: Double = 10
@@ -187,7 +187,7 @@ struct Serve: AsyncParsableCommand {
         guard maxQueueWaitMs >= 1, maxQueueWaitMs <= 3_600_000 else { throw ValidationError("--max-queue-wait-ms must be from 1 to 3600000") }
         let dctScaling = try DCTScaling(option: jpegDctScaling)
         guard let selectionMode = SelectionMode(rawValue: selection) else { throw ValidationError("--selection must be split or switch") }
-        guard splitMargin >= 0, splitMargin < 1 else { throw ValidationError("--split-margin must be at least 0 and below 1") }
+        guard splitMargin >= -0.5, splitMargin < 1 else { throw ValidationError("--split-margin must be at least -0.5 and below 1") }
         guard parallelMaxOverlap >= 0, parallelMaxOverlap <= 1 else { throw ValidationError("--parallel-max-overlap must be from 0 to 1") }
         var serving = ServingConfiguration(
             decodeThreads: min(threads, ProcessInfo.processInfo.activeProcessorCount),

@@ -35,6 +35,11 @@ final class VariantSplitTests: XCTestCase {
             // The margin plans the cores as if the arrivals were λ/(1 − margin).
             let m = VariantSplit.shares(family(), arrivalRate: lambda, margin: 0.1)
             XCTAssertEqual(m[0].share, closedForm(lambda / 0.9), accuracy: 1e-12, "\(factor)× with the margin")
+            // A negative margin (the experiments' knob) plans beyond the estimate: λ/1.1; −0.9 stops at −0.5.
+            let beyond = VariantSplit.shares(family(), arrivalRate: lambda, margin: -0.1)
+            XCTAssertEqual(beyond[0].share, closedForm(lambda / 1.1), accuracy: 1e-12, "\(factor)× with margin −0.1")
+            let floor = VariantSplit.shares(family(), arrivalRate: lambda, margin: -0.9)
+            XCTAssertEqual(floor[0].share, closedForm(lambda / 1.5), accuracy: 1e-12, "\(factor)× with margin −0.9")
         }
         XCTAssertEqual(closedForm(0.5 * muL), 1)
         XCTAssertEqual(closedForm(muL), 1)

@@ -3,7 +3,8 @@
 
     report.py WORKDIR MANIFEST FAMILY LARGE SMALL DEADLINE_MS FACTORS SETUPS RECOVERY_AT_S
 
-WORKDIR holds unloaded.json, capacity.json, capacity-small.json, SETUP-FACTOR.json for each setup
+WORKDIR holds unloaded.json, capacity.json, capacity-small.json (and capacity-after-FACTOR.json,
+capacity-small-after-FACTOR.json when run.sh measured them again after each factor), SETUP-FACTOR.json for each setup
 (large, small, switch, split) and factor, stats-split-FACTOR.json (server.stats mid-run), recovery.json
 and loadavg.txt; MANIFEST is the models.json of the models served; LARGE and SMALL are the model names
 of the static setups. Served accuracy is the manifest accuracy of each variant weighted by the answers
@@ -91,7 +92,16 @@ def main():
               + "; manifest: " + ", ".join(f"{v} {100 * a:.2f}%" for v, a in sorted(acc.items(), key=lambda kv: -kv[1])))
 
     labels = {"large": "static largest", "small": "static smallest", "switch": "all-or-nothing switching", "split": "split"}
+    before = (mu_l, mu_s)
     for factor in factors:
+        # Capacities measured again after this factor's runs (run.sh): with the ones just before them
+        # (the start, or the previous factor's), the mean is the machine's speed while they ran.
+        after_paths = (work / f"capacity-after-{factor}.json", work / f"capacity-small-after-{factor}.json")
+        adjacent = None
+        if cap_small and all(p.exists() for p in after_paths):
+            after = tuple(run(p)["achievedRate"] for p in after_paths)
+            adjacent = ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2, before, after)
+            before = after
         rows = [(s, work / f"{s}-{factor}.json") for s in setups if (work / f"{s}-{factor}.json").exists()]
         gaps = []
         if not rows:
@@ -113,6 +123,14 @@ def main():
             print(f"less the server's {100 * MARGIN:.0f}% safety margin (cores planned at {100 * (1 - MARGIN):.0f}%): f = {fm:.3f}; "
                   f"{100 * ideal_m:.2f}% (manifest accuracies)")
             ideals = {"no margin": ideal, f"{100 * MARGIN:.0f}% margin": ideal_m}
+            if adjacent:
+                ml, ms, b, a = adjacent
+                fa = ideal_share(rate, ml, ms)
+                ideal_a = fa * acc[best] + (1 - fa) * acc[worst]
+                print(f"with the capacities measured next to these runs ({large} {b[0]:.1f} before, {a[0]:.1f} after; "
+                      f"{small} {b[1]:.1f} before, {a[1]:.1f} after; means {ml:.1f} and {ms:.1f}): f = {fa:.3f}; "
+                      f"{100 * ideal_a:.2f}% (manifest accuracies)")
+                ideals["the capacities next to the runs"] = ideal_a
             print()
         print("| setup | `model` | offered req/s | within deadline | refused (-32000) | expired (-32001) | other errors | late answers "
               "| throughput img/s | p50 / p99 ms (answered) | variants served | mean served accuracy | effective accuracy |")

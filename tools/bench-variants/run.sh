@@ -13,7 +13,9 @@
 #      (after 2 s of warm-up at the same rate), every call with deadline_ms, in four setups: static
 #      largest (model = the first variant), static smallest (the last), all-or-nothing switching
 #      (model = the family, server run with --selection switch) and the split (model = the family,
-#      --selection split, the default); the split's shares are read from server.stats mid-run;
+#      --selection split, the default); the split's shares are read from server.stats mid-run; then
+#      both capacities again, so the report can also set the split beside an ideal from the
+#      capacities measured just before and after it (the host's speed drifts over minutes);
 #   4. recovery: the split at the largest factor for 20 s, then recovery-factor x capacity for 20 s;
 #      variants per second.
 # The requests cycle through labelled images: the CIFAR-10 test split (--labels-tar, a tar of
@@ -132,6 +134,11 @@ for factor in "${factor_list[@]}"; do
     wait $! 2>/dev/null || true
     if [ "$setup" = switch ]; then stop_server; serve split; fi
   done
+  # The capacities again, next to the runs: the host's speed drifts over minutes, so the report also
+  # sets each factor's split beside an ideal from the capacities measured just before and after it.
+  echo "capacities of $large and $small after ${factor}x ..." >&2
+  "$load" "${common[@]}" --model "$large" -c 2 --concurrency 64 --duration 10 --warmup 2 --json "$work/capacity-after-$factor.json" >/dev/null
+  "$load" "${common[@]}" --model "$small" -c 2 --concurrency 64 --duration 10 --warmup 2 --json "$work/capacity-small-after-$factor.json" >/dev/null
 done
 
 top=${factor_list[${#factor_list[@]}-1]}

@@ -51,6 +51,8 @@ public enum VariantSplit {
 
     public struct Policy: Sendable {
         /// Share of the cores' time the split keeps free (planned as if arrivals were λ/(1 − margin)).
+        /// Below 0 (down to −0.5) it plans the cores beyond the capacity estimates: an experiment's
+        /// knob, to find how far the split can go before deadlines are missed.
         public var margin: Double = 0.02
         /// A recomputed split replaces the current one only when some variant's share moves by at least this.
         public var band: Double = 0.03
@@ -134,7 +136,7 @@ public enum VariantSplit {
             result[0].share = 1
             return result
         }
-        let budget = (1 - min(0.95, max(0, margin))) / lambda
+        let budget = (1 - min(0.95, max(-0.5, margin))) / lambda
         if budget >= chain[0].cost {
             result[0].share = 1
             return result
