@@ -15,7 +15,7 @@ median per server and the median and range of the per-round ratio B/A of CPU per
 and --b-flags add `glimpse serve` options to one server (e.g. "--split-margin 0.02"); the same binary
 twice with different flags compares settings. Every run is bounded by --seconds and a timeout.
 """
-import argparse, json, os, re, shutil, statistics, subprocess, sys, tarfile, tempfile, time
+import argparse, json, os, re, shutil, statistics, subprocess, sys, tarfile, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -23,6 +23,7 @@ LOAD = os.path.join(ROOT, ".build", "release", "glimpse-load")
 sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 from model_folder import link_variants  # noqa: E402
 from procstat import cpu_seconds, switches  # noqa: E402
+from servers import start_server, stop_servers  # noqa: E402
 
 
 def main():
@@ -53,18 +54,10 @@ def main():
 
         for i, (binary, flags) in enumerate(((a.a, a.a_flags), (a.b, a.b_flags))):
             port = 18960 + i
-            log = open(os.path.join(work, f"server-{i}.log"), "w")
-            proc = subprocess.Popen([binary, "serve", "--models", models, "--host", "127.0.0.1", "--port", str(port)] + flags.split(),
-                                    stdout=log, stderr=subprocess.STDOUT)
-            servers.append((f"{'AB'[i]} {binary} {flags}".strip(), port, proc))
             # One server at a time, so each calibrates its models (timings that choose batch sizes
             # and threads) on a machine the other is not loading.
-            for _ in range(60):
-                if subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "1", f"http://127.0.0.1:{port}/readyz"]).returncode == 0:
-                    break
-                if proc.poll() is not None:
-                    sys.exit(f"a server exited: see {work}")
-                time.sleep(0.5)
+            proc = start_server(binary, models, port, flags.split(), os.path.join(work, f"server-{i}.log"))
+            servers.append((f"{'AB'[i]} {binary} {flags}".strip(), port, proc))
             # What calibration chose for a lone batch (all engine threads or one), per model.
             for line in open(os.path.join(work, f"server-{i}.log")):
                 lone, model = re.search(r"a lone batch [^)]*\)", line), re.search(r"model=(\S+)", line)
@@ -98,13 +91,7 @@ def main():
         ratios = [x[0] / b[0] for x, b in zip(results[servers[1][0]], base)]
         print(f"CPU per request B/A, per round: median {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}), {a.rounds} rounds")
     finally:
-        for _, _, proc in servers:
-            proc.terminate()
-        for _, _, proc in servers:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_servers([proc for _, _, proc in servers])
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -21,13 +21,14 @@ within the deadline over offered), then per setting the medians, the best settin
 within the deadline in every round, and the closed-form ideal f = (1/λ − 1/μ_S) / (1/μ_L − 1/μ_S) of
 the issue with the capacities measured. Every run is bounded by --seconds and a timeout.
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, tarfile, tempfile, time
+import argparse, json, os, shutil, statistics, subprocess, sys, tarfile, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("GLIMPSE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
 LOAD = os.path.join(ROOT, ".build", "release", "glimpse-load")
 sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 from model_folder import link_variants  # noqa: E402
+from servers import start_server, stop_servers  # noqa: E402
 
 
 def rpc(port, method, params):
@@ -38,18 +39,6 @@ def rpc(port, method, params):
     if "error" in reply:
         sys.exit(f"{method}: {reply['error']}")
     return reply["result"]
-
-
-def start(binary, models, port, flags, log):
-    proc = subprocess.Popen([binary, "serve", "--models", models, "--host", "127.0.0.1", "--port", str(port)] + flags,
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
-    for _ in range(60):
-        if subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "1", f"http://127.0.0.1:{port}/readyz"]).returncode == 0:
-            return proc
-        if proc.poll() is not None:
-            sys.exit(f"a server exited: see {log}")
-        time.sleep(0.5)
-    sys.exit(f"a server did not come up: see {log}")
 
 
 def main():
@@ -82,11 +71,11 @@ def main():
         settings = []
         for i, m in enumerate(margins):
             port = 18970 + i
-            procs.append(start(a.binary, models, port, [f"--split-margin={m}", "--admin-without-auth"], os.path.join(work, f"server-{i}.log")))
+            procs.append(start_server(a.binary, models, port, [f"--split-margin={m}", "--admin-without-auth"], os.path.join(work, f"server-{i}.log")))
             settings.append((f"split, margin {m:g}", port, None))
         if fixed:
             port = 18970 + len(margins)
-            procs.append(start(a.binary, models, port, ["--admin-without-auth"], os.path.join(work, "server-fixed.log")))
+            procs.append(start_server(a.binary, models, port, ["--admin-without-auth"], os.path.join(work, "server-fixed.log")))
             settings += [(f"fixed {s:.2f} (A/B weights)", port, s) for s in fixed]
 
         def load(port, seconds, out, model=None):
@@ -131,13 +120,7 @@ def main():
         f = min(1, max(0, (1 / a.rate - 1 / mu_s) / (1 / mu_l - 1 / mu_s)))
         print(f"closed form with the capacities above: f = {f:.3f} of the requests on {large}")
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_servers(procs)
         shutil.rmtree(work, ignore_errors=True)
 
 
