@@ -52,7 +52,7 @@ final class WinogradConvTests: XCTestCase {
             // ResNet-50's 14×14 stage, smaller: one band, 7 tiles a row.
             Case(cin: 64, cout: 48, h: 14, w: 14),
             // Oblong, 3 tiles a row (under one vector), 50 outputs (6-row tiles end in 2), ReLU6.
-            Case(cin: 70, cout: 50, h: 8, w: 6, activation: Activation(lower: 0, upper: 6)),
+            Case(cin: 70, cout: 50, h: 24, w: 6, activation: Activation(lower: 0, upper: 6)),
             // 20 tiles a row (a vector and a part), no activation.
             Case(cin: 96, cout: 40, h: 12, w: 40, activation: Activation()),
             // V and M over `f32_winograd_2x2_3x3.bandBytes`: two bands of tile rows.

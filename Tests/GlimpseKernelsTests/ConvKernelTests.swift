@@ -187,6 +187,37 @@ final class ConvKernelTests: XCTestCase {
         XCTAssertGreaterThan(tested, 30)
     }
 
+    /// `f32_conv_8x16_direct` on small planes with long reductions and many output channels (the
+    /// last layers of CIFAR-10 networks): 4×4 and 8×8 planes, a 5×3 one (a short pixel block), output
+    /// channels a multiple of 16 and not (pairs and a last single block), against the reference.
+    func testDirectConvOnSmallPlanesMatchesReference() throws {
+        try XCTSkipUnless(f32_conv_8x16_direct.pairs, "the small-plane rule needs the paired blocks (AVX-512 targets)")
+        var rng = TestRandom(seed: 43)
+        for (cin, h, w, cout) in [(64, 4, 4, 128), (128, 4, 4, 128), (32, 8, 8, 64), (16, 5, 3, 24), (40, 4, 4, 72)] {
+            let g = ConvGeometry(inChannels: cin, inHeight: h, inWidth: w, kernelHeight: 3, kernelWidth: 3,
+                                 strideH: 1, strideW: 1, dilationH: 1, dilationW: 1, padTop: 1, padLeft: 1,
+                                 outHeight: h, outWidth: w)
+            XCTAssertTrue(f32_conv_8x16_direct.applies(g, outChannels: cout), "\(g)")
+            let image = cin * g.inPixels, outImage = cout * g.outPixels
+            let x = AlignedBuffer(rng.floats(image)), wts = AlignedBuffer(rng.floats(cout * g.patchSize))
+            let bias = AlignedBuffer(rng.floats(cout))
+            let packed = AlignedBuffer(f32_conv_8x16_direct.packedCount(m: cout, k: g.patchSize))
+            f32_conv_8x16_direct.pack(wts.pointer, m: cout, k: g.patchSize, into: packed.pointer)
+            let out = AlignedBuffer(outImage), ref = AlignedBuffer(outImage)
+            f32_conv_8x16_direct.run(input: x.pointer, readable: 0..<image, weights: packed.pointer, m: cout, geometry: g,
+                                     output: out.pointer, epilogue: GemmEpilogue(rowBias: bias.pointer),
+                                     blocks: 0..<f32_conv_8x16_direct.blockCount(g))
+            f32_conv2d_reference(input: x.pointer, weights: wts.pointer, bias: bias.pointer, output: ref.pointer,
+                                 geometry: g, groups: 1, outChannelsPerGroup: cout)
+            assertClose(out.array, ref.array, tolerance: 1e-3, "cout \(cout) \(g)")
+        }
+        // Larger planes keep the GEMM for these reductions.
+        let wide = ConvGeometry(inChannels: 64, inHeight: 16, inWidth: 16, kernelHeight: 3, kernelWidth: 3, strideH: 1, strideW: 1,
+                                dilationH: 1, dilationW: 1, padTop: 1, padLeft: 1, outHeight: 16, outWidth: 16)
+        XCTAssertFalse(f32_conv_8x16_direct.applies(wide, outChannels: 64))
+        XCTAssertFalse(f32_conv_8x16_direct.takes(patch: 64, outChannels: 64, taps: 1), "1×1 kernels stay with the GEMM")
+    }
+
     /// `f32_dwconv_8x16_same` against the grouped reference: channel counts around the 8-channel block
     /// (short last blocks), dilation, asymmetric "same" padding, planes below and above 16 pixels,
     /// and the second of two images sharing one buffer, so whole-vector loads near the buffer's ends

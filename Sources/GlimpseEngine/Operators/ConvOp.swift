@@ -19,6 +19,9 @@ public final class ConvOp: Operator {
     /// Weights in 8-channel blocks: for `f32_conv_8x16_direct` (ungrouped convolutions with a short
     /// reduction), or tap-major for `f32_dwconv_8x16_same` (depthwise convolutions).
     var direct: TensorStorage?
+    /// The same blocks for the direct kernel's small-plane rule, packed by the first plan whose plane
+    /// qualifies (`f32_conv_8x16_direct.smallPlanePixels`), so layers on larger planes hold no copy.
+    private var smallPlaneDirect = Locked<TensorStorage?>(nil)
     var plainWeights: Tensor?
     /// Depthwise weights in 16-channel blocks, tap-major, for `f32_dwconv_16c_lanes`.
     var laneWeights: TensorStorage?
@@ -90,7 +93,7 @@ public final class ConvOp: Operator {
             && window.strides == [1, 1] && window.dilations == [1, 1] && window.pads == [1, 1, 1, 1] && window.autoPad == .notSet {
             winogradEligible = true
         }
-        if group == 1 && f32_conv_8x16_direct.takes(patch: k, outChannels: m) {
+        if group == 1 && f32_conv_8x16_direct.takes(patch: k, outChannels: m, taps: kernel[0] * kernel[1]) {
             let d = TensorStorage(byteCount: f32_conv_8x16_direct.packedCount(m: m, k: k) * 4)
             f32_conv_8x16_direct.pack(w.f32, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
             direct = d
@@ -133,6 +136,7 @@ public final class ConvOp: Operator {
         packed = other.packed
         winogradEligible = other.winogradEligible
         winogradPacked = other.winogradPacked
+        smallPlaneDirect = other.smallPlaneDirect
     }
 
     public func inferTypes(_ inputs: [ValueType], constants: [Tensor?]) throws -> [ValueType] {
@@ -173,6 +177,27 @@ public final class ConvOp: Operator {
     func runsWinograd(_ g: ConvGeometry, _ inputs: [ValueType]) -> Bool {
         winogradEligible && packed != nil && pool == nil && !activation.swish && f32_winograd_2x2_3x3.applies(g)
             && inputs.dropFirst(3).allSatisfy({ $0 == .absent })
+            // Planes small enough for the direct kernel run faster there (`f32_conv_8x16_direct.smallPlanePixels`).
+            && !(group == 1 && f32_conv_8x16_direct.applies(g, outChannels: outChannels))
+    }
+
+    /// The direct kernel's weights for this plane: those packed at load, or for the small-plane rule
+    /// packed on first use from the GEMM's packed weights; nil where the kernel does not apply.
+    private func directWeights(_ g: ConvGeometry) -> TensorStorage? {
+        guard !isDepthwise, group == 1, f32_conv_8x16_direct.applies(g, outChannels: outChannels) else { return direct }
+        if let direct { return direct }
+        guard let packed else { return nil }
+        return smallPlaneDirect.withLock { cached in
+            if let cached { return cached }
+            let m = outChannels, k = inPerGroup * kernel.reduce(1, *)
+            let plain = UnsafeMutablePointer<Float>.allocate(capacity: m * k)
+            defer { plain.deallocate() }
+            GemmPacking.unpackA(UnsafePointer(packed.bytes.assumingMemoryBound(to: Float.self)), m: m, k: k, into: plain)
+            let d = TensorStorage(byteCount: f32_conv_8x16_direct.packedCount(m: m, k: k) * 4)
+            f32_conv_8x16_direct.pack(plain, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
+            cached = d
+            return d
+        }
     }
 
     /// The Winograd transforms of the weights, packed on first use from the GEMM's packed weights.
@@ -258,6 +283,7 @@ public final class ConvOp: Operator {
         guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let residual = ctx.input(3)
         let per = (isDepthwise ? DepthwiseConv.scratchCount(geometry) : GemmDriver.scratchCount(k: geometry.patchSize)) + 16
+        let direct = directWeights(geometry)
         return ConvKernel(
             input: x.f32, output: output, residual: residual.map { UnsafePointer($0.f32) },
             inputScale: ctx.input(4).map { UnsafePointer($0.f32) },

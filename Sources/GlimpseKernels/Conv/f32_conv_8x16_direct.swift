@@ -18,21 +18,35 @@ public enum f32_conv_8x16_direct {
     /// Whether channel blocks run in pairs: 16 accumulators of 16 floats need the 32 registers of
     /// AVX-512 (the VNNI targets here); with AVX2's 16 they would spill, so there blocks run one at a time.
     #if GLIMPSE_VNNI
-    static let pairs = true
+    public static let pairs = true
     #else
-    static let pairs = false
+    public static let pairs = false
     #endif
 
-    /// Whether a convolution with reduction length `patch` and `outChannels` output channels (per
-    /// group) has its weights packed for this path.
-    public static func takes(patch: Int, outChannels: Int) -> Bool {
-        patch <= maxPatch || (patch <= maxPairPatch && outChannels <= pairChannels)
+    /// Small planes (at most `smallPlanePixels` output pixels, as in the last layers of CIFAR-10
+    /// networks): the path also takes reductions up to `smallPlanePatch` for up to
+    /// `smallPlaneChannels` output channels. A 4×4 plane is one 16-pixel block, where the GEMM's
+    /// 32-column tiles run half empty and Winograd's 2×2 tiles are mostly transform: cifar10-large's
+    /// 128 → 128 layer on 4×4 ran at 24–34 GFLOP/s by Winograd and 84–92 here.
+    public static let smallPlanePatch = 1152
+    public static let smallPlaneChannels = 128
+    public static let smallPlanePixels = 64
+
+    /// Whether the path runs a convolution with reduction length `patch`, `outChannels` output channels
+    /// (per group) and `taps` kernel taps at any plane size; its weights are then packed when it loads.
+    /// The small-plane rule depends on the plane, so those weights are packed by the first plan that
+    /// needs them. 1×1 kernels stay with the GEMM: with a single tap there are no shifted loads to
+    /// share, and its 6×32 tiles reuse each load better (MobileNetV2 ran 10–15 % slower with them here).
+    public static func takes(patch: Int, outChannels: Int, taps: Int) -> Bool {
+        taps > 1 && patch <= maxPairPatch && (patch <= maxPatch || outChannels <= pairChannels)
     }
 
-    /// 1×1 kernels stay with the GEMM: with a single tap there are no shifted loads to share, and
-    /// its 6×32 tiles reuse each load better (MobileNetV2 ran 10–15 % slower with them here).
+    /// Whether the path runs this convolution.
     public static func applies(_ g: ConvGeometry, outChannels: Int) -> Bool {
-        g.isShiftedPlane && takes(patch: g.patchSize, outChannels: outChannels) && g.kernelHeight * g.kernelWidth > 1
+        guard g.isShiftedPlane else { return false }
+        let (k, taps) = (g.patchSize, g.kernelHeight * g.kernelWidth)
+        return takes(patch: k, outChannels: outChannels, taps: taps)
+            || (pairs && taps > 1 && k <= smallPlanePatch && outChannels <= smallPlaneChannels && g.outPixels <= smallPlanePixels)
     }
 
     /// Floats of packed weights for `m` output channels and reduction length `k`.
