@@ -186,33 +186,35 @@ public final class ConvOp: Operator {
     private func directWeights(_ g: ConvGeometry) -> TensorStorage? {
         guard !isDepthwise, group == 1, f32_conv_8x16_direct.applies(g, outChannels: outChannels) else { return direct }
         if let direct { return direct }
-        guard let packed else { return nil }
-        return smallPlaneDirect.withLock { cached in
-            if let cached { return cached }
-            let m = outChannels, k = inPerGroup * kernel.reduce(1, *)
-            let plain = UnsafeMutablePointer<Float>.allocate(capacity: m * k)
-            defer { plain.deallocate() }
-            GemmPacking.unpackA(UnsafePointer(packed.bytes.assumingMemoryBound(to: Float.self)), m: m, k: k, into: plain)
-            let d = TensorStorage(byteCount: f32_conv_8x16_direct.packedCount(m: m, k: k) * 4)
-            f32_conv_8x16_direct.pack(plain, m: m, k: k, into: d.bytes.assumingMemoryBound(to: Float.self))
-            cached = d
-            return d
+        let m = outChannels, k = inPerGroup * kernel.reduce(1, *)
+        return repacked(smallPlaneDirect, k: k, floats: f32_conv_8x16_direct.packedCount(m: m, k: k)) { plain, dst in
+            f32_conv_8x16_direct.pack(plain, m: m, k: k, into: dst)
         }
     }
 
     /// The Winograd transforms of the weights, packed on first use from the GEMM's packed weights.
     private func winogradWeights() -> TensorStorage? {
+        let m = outChannels, cin = inPerGroup
+        return repacked(winogradPacked, k: cin * 9, floats: f32_winograd_2x2_3x3.packedWeightCount(cout: m, cin: cin)) { plain, dst in
+            f32_winograd_2x2_3x3.packWeights(plain, cout: m, cin: cin, into: dst)
+        }
+    }
+
+    /// Another layout of the weights (`floats` long), made once by `pack` from the row-major weights
+    /// ([outChannels][k], unpacked from the GEMM's copy) and kept in `cache`; nil without that copy.
+    private func repacked(_ cache: Locked<TensorStorage?>, k: Int, floats: Int,
+                          _ pack: (UnsafePointer<Float>, UnsafeMutablePointer<Float>) -> Void) -> TensorStorage? {
         guard let packed else { return nil }
-        return winogradPacked.withLock { cached in
+        return cache.withLock { cached in
             if let cached { return cached }
-            let m = outChannels, k = inPerGroup * 9
+            let m = outChannels
             let plain = UnsafeMutablePointer<Float>.allocate(capacity: m * k)
             defer { plain.deallocate() }
             GemmPacking.unpackA(UnsafePointer(packed.bytes.assumingMemoryBound(to: Float.self)), m: m, k: k, into: plain)
-            let u = TensorStorage(byteCount: f32_winograd_2x2_3x3.packedWeightCount(cout: m, cin: inPerGroup) * 4)
-            f32_winograd_2x2_3x3.packWeights(plain, cout: m, cin: inPerGroup, into: u.bytes.assumingMemoryBound(to: Float.self))
-            cached = u
-            return u
+            let storage = TensorStorage(byteCount: floats * 4)
+            pack(UnsafePointer(plain), storage.bytes.assumingMemoryBound(to: Float.self))
+            cached = storage
+            return storage
         }
     }
 
