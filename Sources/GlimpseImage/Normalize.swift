@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Writes 8-bit RGBX rows into the model's input slot: channel order, inversion, scale,
 /// mean/std, layout (NCHW/NHWC) and dtype (float32/float16) in one pass, without a full-size copy.
 ///
@@ -23,16 +25,7 @@ struct Normalizer {
         }
         self.spec = spec
         self.destination = destination
-        var t = [Float](repeating: 0, count: 256 * c)
-        for ch in 0..<c {
-            let std = spec.std[ch] == 0 ? 1 : spec.std[ch]
-            for v in 0..<256 {
-                let raw = Float(spec.invert ? 255 - v : v)
-                t[ch * 256 + v] = (raw * spec.scale - spec.mean[ch]) / std
-            }
-        }
-        table32 = t
-        table16 = spec.dtype == .float16 ? t.map { Float16($0).bitPattern } : []
+        (table32, table16) = NormalizerTables.tables(for: spec)
         sourceChannel = spec.channelOrder == .bgr ? (2, 1, 0) : (0, 1, 2)
     }
 
@@ -57,12 +50,10 @@ struct Normalizer {
         let w = spec.width, h = spec.height
         let out = destination.assumingMemoryBound(to: T.self)
         if spec.channelOrder == .gray {
+            // `ImagePipeline.render` has made every pixel its luminance (R = G = B = L) before
+            // resizing, and the resize keeps R = G = B, so R is L.
             let dst = out + y * w + x0   // one channel: NCHW and NHWC coincide
-            for x in 0..<count {
-                let p = row + x * 4
-                let l = (UInt32(p[0]) &* 19595 &+ UInt32(p[1]) &* 38470 &+ UInt32(p[2]) &* 7471 &+ 0x8000) >> 16
-                dst[x] = lut[Int(l)]
-            }
+            for x in 0..<count { dst[x] = lut[Int(row[x * 4])] }
             return
         }
         let (s0, s1, s2) = sourceChannel
@@ -85,5 +76,46 @@ struct Normalizer {
                 d[3 * x + 2] = t2[Int(p[s2])]
             }
         }
+    }
+}
+
+/// The normalization tables of each preprocessing seen, built once: a model's requests all share
+/// one spec, and building 256 entries a channel cost more than the rest of a 28×28 image's
+/// normalization.
+enum NormalizerTables {
+    private struct Key: Hashable {
+        let channels: Int
+        let scale: Float
+        let mean: [Float]
+        let std: [Float]
+        let invert: Bool
+        let half: Bool
+    }
+
+    /// Bounded: specs come from model files; past this many, tables are built per call.
+    static let capacity = 64
+    private static let cache = Mutex<[Key: (table32: [Float], table16: [UInt16])]>([:])
+
+    static func tables(for spec: Preprocessing) -> (table32: [Float], table16: [UInt16]) {
+        let key = Key(channels: spec.channels, scale: spec.scale, mean: Array(spec.mean.prefix(spec.channels)),
+                      std: Array(spec.std.prefix(spec.channels)), invert: spec.invert, half: spec.dtype == .float16)
+        if let hit = cache.withLock({ $0[key] }) { return hit }
+        let built = build(key)
+        cache.withLock { c in
+            if c.count < capacity { c[key] = built }
+        }
+        return built
+    }
+
+    private static func build(_ key: Key) -> (table32: [Float], table16: [UInt16]) {
+        var t = [Float](repeating: 0, count: 256 * key.channels)
+        for ch in 0..<key.channels {
+            let std = key.std[ch] == 0 ? 1 : key.std[ch]
+            for v in 0..<256 {
+                let raw = Float(key.invert ? 255 - v : v)
+                t[ch * 256 + v] = (raw * key.scale - key.mean[ch]) / std
+            }
+        }
+        return (t, key.half ? t.map { Float16($0).bitPattern } : [])
     }
 }

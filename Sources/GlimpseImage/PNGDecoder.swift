@@ -1,17 +1,37 @@
+import CSPNG
+
 /// PNG decoding through libspng: 8/16-bit, gray, palette, alpha and tRNS, composited onto white.
 struct PNGDecoder {
     let width: Int
     let height: Int
     private let spng: SPNGDecoder
     private let hasAlpha: Bool
+    /// 8-bit gray or RGB without transparency, of at most `packedMaxPixels`: decoded as libspng
+    /// stores it (1 or 3 bytes a pixel, a row copy) and widened here, rather than widened pixel by
+    /// pixel inside libspng. nil: libspng writes RGBA.
+    private let packed: Packed?
 
-    init(_ data: UnsafeRawBufferPointer, limits: ImageLimits) throws {
+    enum Packed {
+        case gray8, rgb8
+        var bytesPerPixel: Int { self == .gray8 ? 1 : 3 }
+    }
+
+    /// Above this the packed copy's extra buffer is not worth it (and the image's decode dominates).
+    static let packedMaxPixels = 1 << 20
+
+    /// `packing` false: always through libspng's RGBA (tests compare the two paths).
+    init(_ data: UnsafeRawBufferPointer, limits: ImageLimits, packing: Bool = true) throws {
         do {
             spng = try SPNGDecoder(data)
             let h = try spng.ihdr()
             width = Int(h.width)
             height = Int(h.height)
             hasAlpha = h.color_type == 4 || h.color_type == 6 || spng.hasTRNS
+            switch (h.color_type, h.bit_depth, hasAlpha) {
+            case (0, 8, false) where packing && width * height <= Self.packedMaxPixels: packed = .gray8
+            case (2, 8, false) where packing && width * height <= Self.packedMaxPixels: packed = .rgb8
+            default: packed = nil
+            }
         } catch let e as SPNGError {
             throw ImageError(.corrupt, "truncated or corrupt PNG: \(e.message)")
         }
@@ -23,12 +43,37 @@ struct PNGDecoder {
     func decode() throws -> PixelBuffer {
         let buffer = try PixelBuffer(width: width, height: height)
         do {
-            try spng.decodeRGBA8(into: buffer.base, byteCount: width * height * 4)
+            if let packed {
+                try decodePacked(packed, into: buffer)
+            } else {
+                try spng.decodeRGBA8(into: buffer.base, byteCount: width * height * 4)
+            }
         } catch let e as SPNGError {
             throw ImageError(.corrupt, "truncated or corrupt PNG: \(e.message)")
         }
         if hasAlpha { buffer.compositeAlphaOnWhite() }
         return buffer
+    }
+
+    /// Decodes 1 or 3 bytes a pixel into a scratch buffer and widens them to RGBX (what
+    /// `SPNG_FMT_RGBA8` gives for these images: gray repeated in R, G and B; alpha 255).
+    private func decodePacked(_ packed: Packed, into buffer: PixelBuffer) throws {
+        let n = width * height, k = packed.bytesPerPixel
+        try withUnsafeTemporaryAllocation(byteCount: n * k, alignment: 16) { scratch in
+            guard let src = scratch.baseAddress else { return }
+            try spng.decode(format: packed == .gray8 ? SPNG_FMT_G8 : SPNG_FMT_RGB8, into: src, byteCount: n * k)
+            let s = src.assumingMemoryBound(to: UInt8.self)
+            let words = UnsafeMutableRawPointer(buffer.base).bindMemory(to: UInt32.self, capacity: n)
+            if packed == .gray8 {
+                for i in 0..<n { words[i] = UInt32(s[i]) &* 0x0001_0101 | 0xFF00_0000 }
+            } else {
+                for i in 0..<n {
+                    let p = s + 3 * i
+                    words[i] = UInt32(p[0]) | UInt32(p[1]) << 8 | UInt32(p[2]) << 16 | 0xFF00_0000
+                }
+            }
+            _ = UnsafeMutableRawPointer(words).bindMemory(to: UInt8.self, capacity: n * 4)
+        }
     }
 
     /// EXIF orientation from an eXIf chunk, or from ImageMagick's "Raw profile type exif" text chunk

@@ -37,10 +37,15 @@ final class SPNGDecoder {
 
     /// Decodes to 8-bit RGBA (16-bit samples are reduced, palette and gray expanded, tRNS applied).
     func decodeRGBA8(into dst: UnsafeMutableRawPointer, byteCount: Int) throws {
+        try decode(format: SPNG_FMT_RGBA8, flags: Int32(SPNG_DECODE_TRNS.rawValue), into: dst, byteCount: byteCount)
+    }
+
+    /// Decodes to `format` as libspng writes it (`SPNG_FMT_G8`, `SPNG_FMT_RGB8`, ...).
+    func decode(format: spng_format, flags: Int32 = 0, into dst: UnsafeMutableRawPointer, byteCount: Int) throws {
         var size = 0
-        try check(spng_decoded_image_size(ctx, Int32(SPNG_FMT_RGBA8.rawValue), &size))
+        try check(spng_decoded_image_size(ctx, Int32(format.rawValue), &size))
         guard size <= byteCount else { throw SPNGError(code: Int32(SPNG_EOVERFLOW.rawValue)) }
-        try check(spng_decode_image(ctx, dst, size, Int32(SPNG_FMT_RGBA8.rawValue), Int32(SPNG_DECODE_TRNS.rawValue)))
+        try check(spng_decode_image(ctx, dst, size, Int32(format.rawValue), flags))
     }
 
     /// The eXIf chunk, if any (valid until the context is freed).

@@ -33,6 +33,7 @@ public enum GlimpseServer {
                                           idle: .nanoseconds(Int64(configuration.idleTimeoutSeconds * 1e9)),
                                           gracefulClose: .nanoseconds(Int64(configuration.gracefulCloseTimeoutSeconds * 1e9)))
         let frames = GlimpseHTTPChannel.FrameServing(responder: router.buildResponder(), inline: InlineRoutes(service: service, state: state),
+                                                     rpc: RPCRoute(configuration: configuration, dispatcher: dispatcher),
                                                      maxBody: configuration.maxBodyBytes, logger: logger)
         return Application(
             router: router,

@@ -168,8 +168,8 @@ public final class InferenceService: Sendable {
 
     /// Images decoded in the calling task rather than on the decode pool: at most this many encoded
     /// bytes and declared pixels (64×64).
-    static let inlineDecodeMaxBytes = 16 << 10
-    static let inlineDecodeMaxPixels = 64 * 64
+    static let inlineDecodeMaxBytes = 64 << 10
+    static let inlineDecodeMaxPixels = 256 * 256
 
     func classifyOne(_ bytes: [UInt8], model: LoadedModel, reason: String, topK: Int, crop: CropMode?, deadline: UInt64?) async throws -> ClassifyResult {
         let start = monotonicNanos()

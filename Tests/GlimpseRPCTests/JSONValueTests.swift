@@ -26,6 +26,23 @@ final class JSONValueTests: XCTestCase {
         }
     }
 
+    /// Doubles of three decimals (timings, energy) are written by integer arithmetic; every one must
+    /// read as Swift's shortest round-trip `description` does, as must the doubles that fall back to it.
+    func testDoublesWriteAsTheirShortestForm() {
+        var rng = SystemRandomNumberGenerator()
+        var values: [Double] = [0.001, -0.001, 0.5, -0.5, 0.1, 0.12, 0.123, 1.001, 999.999, 123456789.123, 0.441, 1e-7, 3.14159,
+                                 0.1 + 0.2, 1e15 + 0.5, 2.5e-300]
+        for _ in 0..<20_000 {
+            let k = Int.random(in: -2_000_000_000...2_000_000_000, using: &rng)
+            values.append((Double(k) / 1000 * 1000).rounded() / 1000)
+            values.append(Double(Int.random(in: -999_999_999_999...999_999_999_999, using: &rng)) / 1000)
+            values.append(Double.random(in: -1000...1000, using: &rng))
+        }
+        for d in values where d.rounded() != d {
+            XCTAssertEqual(JSONValue.double(d).jsonString, "\(d)", "\(d)")
+        }
+    }
+
     func testRejectsMalformed() {
         for bad in ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\u{01}\"", "tru", "{} x", "\"\\x\""] {
             XCTAssertThrowsError(try JSONValue.parse(Array(bad.utf8)), bad)

@@ -18,6 +18,8 @@ extension JSONValue {
             if d.isFinite {
                 if d.rounded() == d && abs(d) < 1e15 {
                     JSONValue.writeInt(Int(d), into: &out)
+                } else if let k = JSONValue.thousandths(d) {
+                    JSONValue.writeThousandths(k, into: &out)
                 } else {
                     out.append(contentsOf: "\(d)".utf8)
                 }
@@ -64,13 +66,49 @@ extension JSONValue {
         }
     }
 
+    /// `d` as a whole number of thousandths (d = k / 1000 exactly as a Double, |k| < 10^12), or nil.
+    /// Timings and energies are rounded to three decimals; their shortest round-trip form, which
+    /// `description` prints, is then those decimals: two decimals of at most 15 significant digits
+    /// cannot round to one Double.
+    static func thousandths(_ d: Double) -> Int? {
+        let k = (d * 1000).rounded()
+        guard abs(k) < 1e12, k / 1000 == d else { return nil }
+        return Int(k)
+    }
+
+    /// `k` thousandths in decimal, trailing zeros of the fraction dropped ("0.5", "12.345").
+    static func writeThousandths(_ k: Int, into out: inout [UInt8]) {
+        if k < 0 { out.append(UInt8(ascii: "-")) }
+        let m = k.magnitude
+        writeInt(Int(m / 1000), into: &out)
+        var fraction = Int(m % 1000)
+        guard fraction != 0 else { return }
+        out.append(UInt8(ascii: "."))
+        var digits = 3
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        var scale = digits == 3 ? 100 : digits == 2 ? 10 : 1
+        while scale > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(fraction / scale % 10))
+            scale /= 10
+        }
+    }
+
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        // Most strings (labels, names, reasons) need no escaping: copy them whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)
+        // Most strings (labels, names, reasons) need no escaping: copy them whole, from their
+        // contiguous UTF-8 (native strings are; others are made so once).
+        var s = s
+        let copied = s.withUTF8 { bytes -> Bool in
+            for c in bytes where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied {
             out.append(UInt8(ascii: "\""))
             return
         }

@@ -9,38 +9,27 @@ enum Routes {
     static func add(to router: Router<BasicRequestContext>, configuration: ServerConfiguration, service: InferenceService,
                     dispatcher: RPCDispatcher, state: ServerState, metricsText: (@Sendable () -> [UInt8])?) {
         let maxBody = configuration.maxBodyBytes
-        let apiKeys = configuration.apiKeys
-        let adminWithoutAuth = configuration.adminWithoutAuth
+        let rpc = RPCRoute(configuration: configuration, dispatcher: dispatcher)
 
         /// nil when the caller may go on; otherwise the 401 to send.
         @Sendable func authenticate(_ request: Request, rest: Bool = false) -> (context: RPCContext, refusal: Response?) {
-            guard let apiKeys else { return (RPCContext(isAdmin: adminWithoutAuth), nil) }
-            guard let key = apiKeys.authenticate(authorization: request.headers[.authorization]) else {
-                let e = RPCError.unauthorized("send a valid API key as \"Authorization: Bearer <key>\"")
+            switch rpc.authenticate(authorization: request.headers[.authorization]) {
+            case .success(let context): return (context, nil)
+            case .failure(let e):
                 let body: JSONValue = rest ? .object(["error": e.json]) : .object(["jsonrpc": "2.0", "id": .null, "error": e.json])
                 var response = json(body, status: .unauthorized)
-                response.headers[.wwwAuthenticate] = #"Bearer realm="glimpse""#
-                dispatcher.refused(e)
+                response.headers[.wwwAuthenticate] = RPCRoute.bearerChallenge
                 return (RPCContext(isAdmin: false), response)
             }
-            return (RPCContext(isAdmin: key.role == .admin), nil)
         }
 
+        // The responders answer `POST /rpc` through `rpc` directly; this serves the other transports
+        // and `/rpc` with a query string.
         router.post("/rpc") { request, _ -> Response in
-            let (context, refusal) = authenticate(request)
-            if let refusal { return refusal }
-            guard let body = await collectBody(request, limit: maxBody) else {
-                return json(.object(["jsonrpc": "2.0", "id": .null, "error": tooLarge(maxBody).json]), status: .contentTooLarge)
-            }
-            let reply = await dispatcher.handle(body: Array(buffer: body), context: context)
-            var headers = HTTPFields()
-            if let retry = reply.retryAfterSeconds { headers[.retryAfter] = String(retry) }
-            if reply.body.isEmpty {
-                return Response(status: .noContent, headers: headers)
-            }
-            headers[.contentType] = "application/json"
-            return Response(status: .init(code: reply.status), headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+            let authenticated = rpc.authenticate(authorization: request.headers[.authorization])
+            if case .failure(let e) = authenticated { return response(RPCRoute.refusal(e)) }
+            let body = await collectBody(request, limit: maxBody)
+            return response(await rpc.respond(authenticated, body: body))
         }
 
         router.post("/v1/classify") { request, _ -> Response in
@@ -99,6 +88,10 @@ enum Routes {
         }
     }
 
+    static func response(_ collected: CollectedResponse) -> Response {
+        Response(status: collected.head.status, headers: collected.head.headerFields, body: .init(byteBuffer: collected.body))
+    }
+
     static func json(_ value: JSONValue, status: HTTPResponse.Status) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
@@ -112,9 +105,7 @@ enum Routes {
         return try? await request.body.collect(upTo: limit)
     }
 
-    static func tooLarge(_ limit: Int) -> RPCError {
-        .invalidRequest("request body is larger than the limit of \(limit) bytes")
-    }
+    static func tooLarge(_ limit: Int) -> RPCError { RPCRoute.tooLarge(limit) }
 
     /// The HTTP status of `POST /v1/classify` for each JSON-RPC error code.
     static func restStatus(_ e: RPCError) -> HTTPResponse.Status {

@@ -42,6 +42,8 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
     struct FrameServing: Sendable {
         let responder: RouterResponder<BasicRequestContext>
         let inline: InlineRoutes
+        /// `POST /rpc`, answered without the router.
+        let rpc: RPCRoute
         let maxBody: Int
         let logger: Logger
     }
@@ -116,8 +118,7 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try sync.addHandler(RequestHeadTimeout(timeout: timeouts.header))
             try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: .nanoseconds(timeouts.idle.nanoseconds), logger: logger))
-            try sync.addHandler(HTTP1Responder(responder: frames.responder, inline: frames.inline, maxBody: frames.maxBody,
-                                               logger: frames.logger))
+            try sync.addHandler(HTTP1Responder(serving: frames))
             return .responder(channel)
         }
     }
@@ -132,8 +133,7 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
                 try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration.connection,
                                                     streamConfiguration: configuration.stream))
                 try sync.addHandler(manager)
-                try sync.addHandler(HTTP2FrameResponder(responder: frames.responder, inline: frames.inline, maxBody: frames.maxBody,
-                                                        http2: http2, logger: frames.logger))
+                try sync.addHandler(HTTP2FrameResponder(serving: frames, http2: http2))
                 return .frames(channel)
             }
             let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle, gracefulCloseTimeout: timeouts.gracefulClose)

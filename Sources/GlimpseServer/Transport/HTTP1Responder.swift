@@ -22,6 +22,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
 
     private let responder: RouterResponder<BasicRequestContext>
     private let inline: InlineRoutes
+    private let rpc: RPCRoute
     private let maxBody: Int
     private let logger: Logger
     private var context: ChannelHandlerContext?
@@ -35,11 +36,12 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     /// The client closed its side: the connection closes once the request in hand is answered.
     private var inputClosed = false
 
-    init(responder: RouterResponder<BasicRequestContext>, inline: InlineRoutes, maxBody: Int, logger: Logger) {
-        self.responder = responder
-        self.inline = inline
-        self.maxBody = maxBody
-        self.logger = logger
+    init(serving: GlimpseHTTPChannel.FrameServing) {
+        responder = serving.responder
+        inline = serving.inline
+        rpc = serving.rpc
+        maxBody = serving.maxBody
+        logger = serving.logger
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -117,11 +119,20 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
             write(answer.head, body: answer.body, method: request.method, closes: closes, context: context)
             return
         }
-        let routed = Request(head: request, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
-        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
-        let responder = self.responder, logger = self.logger, method = request.method
+        let method = request.method
         let loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
+        if RPCRoute.takes(request) {
+            let rpc = self.rpc, authorization = request.headerFields[.authorization]
+            running = Task {
+                let answer = await rpc.respond(authorization: authorization, body: body)
+                loop.execute { bound.value.finish(answer, method: method, closes: closes) }
+            }
+            return
+        }
+        let routed = Request(head: request, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
+        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
+        let responder = self.responder, logger = self.logger
         running = Task {
             let answer = await respondCollecting(routed, context: requestContext, responder: responder, logger: logger)
             loop.execute { bound.value.finish(answer, method: method, closes: closes) }

@@ -52,18 +52,29 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The per-stream events come several times a request, the others once a connection: these
+        // are told apart by their type's identity first, which costs less than a failed cast each.
+        let kind = ObjectIdentifier(type(of: event))
+        if kind == Self.windowUpdated {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        if countsStreamEvents, kind == Self.streamClosed, let e = event as? StreamClosedEvent {
+            // After the handlers behind this one have seen it: the close may be carried out on the next tick.
+            context.fireUserInboundEventTriggered(event)
+            streamClosed(e.streamID)
+            return
+        }
+        if countsStreamEvents, kind == Self.streamCreated, let e = event as? NIOHTTP2StreamCreatedEvent {
+            streamCreated(e.streamID)
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
         switch event {
         case is ChannelShouldQuiesceEvent:
             perform(state.quiesce(ping: Self.newPing()))
         case let e as ChannelEvent where e == .inputClosed:
             perform(state.inputClosed())
-        case let e as NIOHTTP2StreamCreatedEvent where countsStreamEvents:
-            streamCreated(e.streamID)
-        case let e as StreamClosedEvent where countsStreamEvents:
-            // After the handlers behind this one have seen it: the close may be carried out on the next tick.
-            context.fireUserInboundEventTriggered(event)
-            streamClosed(e.streamID)
-            return
         default:
             break
         }
@@ -74,6 +85,10 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
         // Connection-level protocol errors have already been answered with GOAWAY by NIOHTTP2Handler.
         perform(state.close())
     }
+
+    private static let windowUpdated = ObjectIdentifier(NIOHTTP2WindowUpdatedEvent.self)
+    private static let streamClosed = ObjectIdentifier(StreamClosedEvent.self)
+    private static let streamCreated = ObjectIdentifier(NIOHTTP2StreamCreatedEvent.self)
 
     private static func newPing() -> HTTP2PingData { HTTP2PingData(withInteger: .random(in: .min ... .max)) }
 
@@ -88,6 +103,7 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler {
             armIdleTimer()
         case .cancelIdleTimer:
             idleTimer?.cancel()
+            idleTimer = nil
         case .beginDrain(let ping):
             idleTimer?.cancel()
             context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))), promise: nil)

@@ -19,7 +19,7 @@ struct HTTP2ConnectionStateMachine {
         case none
         /// No stream is open: start the idle timer again.
         case armIdleTimer
-        /// A stream opened: stop the idle timer.
+        /// The first stream opened after an idle spell: stop the idle timer.
         case cancelIdleTimer
         /// Stop the idle timer; write GOAWAY(max id) and PING `ping`; start the PING and grace timers.
         case beginDrain(ping: HTTP2PingData)
@@ -77,9 +77,11 @@ struct HTTP2ConnectionStateMachine {
     }
 
     mutating func streamCreated(_ id: HTTP2StreamID) -> Action {
+        let wasIdle = openStreams.isEmpty
         openStreams.insert(id)
         lastStreamID = max(lastStreamID, id)
-        return .cancelIdleTimer
+        // The idle timer runs only while no stream is open, so only the first stream stops it.
+        return wasIdle ? .cancelIdleTimer : .none
     }
 
     mutating func streamClosed(_ id: HTTP2StreamID) -> Action {

@@ -21,6 +21,7 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     private var assembler: HTTP2RequestAssembler
     private let responder: RouterResponder<BasicRequestContext>
     private let inline: InlineRoutes
+    private let rpc: RPCRoute
     private let logger: Logger
     private var context: ChannelHandlerContext?
     /// Requests running in tasks, by stream.
@@ -28,12 +29,13 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     private var flushScheduled = false
     private var flushing = ReadTurnFlush()
 
-    init(responder: RouterResponder<BasicRequestContext>, inline: InlineRoutes, maxBody: Int, http2: HTTP2Options, logger: Logger) {
-        self.responder = responder
-        self.inline = inline
-        self.logger = logger
-        self.assembler = HTTP2RequestAssembler(maxBody: maxBody, streamWindow: http2.initialWindowSize,
-                                               connectionWindow: http2.connectionWindowSize)
+    init(serving: GlimpseHTTPChannel.FrameServing, http2: HTTP2Options) {
+        responder = serving.responder
+        inline = serving.inline
+        rpc = serving.rpc
+        logger = serving.logger
+        assembler = HTTP2RequestAssembler(maxBody: serving.maxBody, streamWindow: http2.initialWindowSize,
+                                          connectionWindow: http2.connectionWindowSize)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -67,27 +69,29 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch event {
-        case let e as NIOHTTP2WindowUpdatedEvent:
+        // Told apart by type identity first (as in `HTTP2ConnectionManager`): most events are neither.
+        let kind = ObjectIdentifier(type(of: event))
+        if kind == Self.windowUpdated, let e = event as? NIOHTTP2WindowUpdatedEvent {
             if let size = e.inboundWindowSize, let credit = assembler.windowChanged(e.streamID, inboundWindow: size) {
                 perform(credit, context: context)
                 scheduleFlush(context)
             }
-        case let e as StreamClosedEvent:
+        } else if kind == Self.streamClosed, let e = event as? StreamClosedEvent {
             assembler.streamClosed(e.streamID)
             running.removeValue(forKey: e.streamID)?.cancel()
-        default:
-            break
         }
         context.fireUserInboundEventTriggered(event)
     }
+
+    private static let windowUpdated = ObjectIdentifier(NIOHTTP2WindowUpdatedEvent.self)
+    private static let streamClosed = ObjectIdentifier(StreamClosedEvent.self)
 
     // MARK: actions
 
     private func perform(_ action: HTTP2RequestAssembler.Action, context: ChannelHandlerContext) {
         switch action {
         case .dispatch(let id, let head, let body):
-            dispatch(id, head: head, body: RequestBody(buffer: body), context: context)
+            dispatch(id, head: head, body: body, context: context)
         case .dispatchTooLarge(let id, let head):
             dispatch(id, head: head, body: nil, context: context)
         case .resetMalformed(let id):
@@ -100,22 +104,29 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
 
     /// Answers a request; `body` nil: its body was over the limit, and reading it fails, so its
     /// route answers with its own "too large" error.
-    private func dispatch(_ id: HTTP2StreamID, head: HTTPRequest, body: RequestBody?, context: ChannelHandlerContext) {
+    private func dispatch(_ id: HTTP2StreamID, head: HTTPRequest, body: ByteBuffer?, context: ChannelHandlerContext) {
         if let answer = inline.answer(head) {
             write(answer.head, body: answer.body, to: id, method: head.method, context: context)
             return
         }
-        let request = Request(head: head, body: body ?? RequestBody(asyncSequence: TooLargeBody()))
         let method = head.method
-        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
-        let responder = self.responder, logger = self.logger
         let loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
-        let task = Task {
+        if RPCRoute.takes(head) {
+            let rpc = self.rpc, authorization = head.headerFields[.authorization]
+            running[id] = Task {
+                let answer = await rpc.respond(authorization: authorization, body: body)
+                loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
+            }
+            return
+        }
+        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
+        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
+        let responder = self.responder, logger = self.logger
+        running[id] = Task {
             let answer = await respondCollecting(request, context: requestContext, responder: responder, logger: logger)
             loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
         }
-        running[id] = task
     }
 
     /// A task's response is ready: written unless its stream was reset meanwhile.
