@@ -28,6 +28,19 @@ final class JSONReaderTests: XCTestCase {
         XCTAssertEqual(try echo("{}"), "{}")
     }
 
+    /// Long strings are scanned 16 bytes at a time: an escape, the closing quote or a control
+    /// character must be found at every position of a block, and in the tail after the last one.
+    func testLongStringsFindEveryQuoteEscapeAndControlCharacter() throws {
+        let filler = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        for n in 0..<48 {
+            let plain = String(filler.prefix(n))
+            XCTAssertEqual(try echo("[\"\(plain)\"]"), "[<\(plain)>]")
+            XCTAssertEqual(try echo("[\"\(plain)\\n\(plain)\"]"), "[<\(plain)\n\(plain)>]")
+            XCTAssertThrowsError(try echo("[\"\(plain)\u{01}x\"]"), "control character after \(n) bytes")
+            XCTAssertThrowsError(try echo("[\"\(plain)"), "unterminated after \(n) bytes")
+        }
+    }
+
     func testErrorsCarryTheirOffset() {
         let cases: [(String, String, Int)] = [
             ("", "empty body; expected a JSON value", 0),
