@@ -28,11 +28,11 @@ final class JSONReaderTests: XCTestCase {
         XCTAssertEqual(try echo("{}"), "{}")
     }
 
-    /// Long strings are scanned 16 bytes at a time: an escape, the closing quote or a control
+    /// Long strings are scanned 8 bytes at a time: an escape, the closing quote or a control
     /// character must be found at every position of a block, and in the tail after the last one.
     func testLongStringsFindEveryQuoteEscapeAndControlCharacter() throws {
-        let filler = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-        for n in 0..<48 {
+        let filler = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/\u{7F}é€ \u{1F600}!#$%&'()*,-.:;<=>?@[]^_`{|}~"
+        for n in 0..<filler.count {
             let plain = String(filler.prefix(n))
             XCTAssertEqual(try echo("[\"\(plain)\"]"), "[<\(plain)>]")
             XCTAssertEqual(try echo("[\"\(plain)\\n\(plain)\"]"), "[<\(plain)\n\(plain)>]")

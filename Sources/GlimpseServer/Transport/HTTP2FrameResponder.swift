@@ -137,17 +137,38 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     }
 
     /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2).
-    private static let connectionFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+    static func isConnectionSpecific(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 7: return name == "upgrade"
+        case 10: return name == "connection" || name == "keep-alive"
+        case 16: return name == "proxy-connection"
+        case 17: return name == "transfer-encoding"
+        default: return false
+        }
+    }
 
     private func write(_ head: HTTPResponse, body: ByteBuffer, to id: HTTP2StreamID, method: HTTPRequest.Method,
                        context: ChannelHandlerContext) {
+        // The route's fields, then what `HTTPResponse.completed` would add, without building a second
+        // `HTTPFields`.
         var headers = HPACKHeaders()
-        headers.reserveCapacity(head.headerFields.count + 3)
+        headers.reserveCapacity(head.headerFields.count + 4)
         headers.add(name: ":status", value: String(head.status.code))
-        for field in head.completed(bodyBytes: body.readableBytes).headerFields
-        where !Self.connectionFields.contains(field.name.canonicalName) {
-            headers.add(name: field.name.canonicalName, value: field.value)
+        var hasLength = false, hasDate = false, hasServer = false
+        for field in head.headerFields {
+            let name = field.name.canonicalName
+            if Self.isConnectionSpecific(name) { continue }
+            switch field.name {
+            case .contentLength: hasLength = true
+            case .date: hasDate = true
+            case .server: hasServer = true
+            default: break
+            }
+            headers.add(name: name, value: field.value)
         }
+        if !hasLength { headers.add(name: "content-length", value: String(body.readableBytes)) }
+        if !hasDate { headers.add(name: "date", value: HTTPDate.now) }
+        if !hasServer { headers.add(name: "server", value: "glimpse") }
         let empty = body.readableBytes == 0 || method == .head
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: empty)))), promise: nil)
         if !empty {
