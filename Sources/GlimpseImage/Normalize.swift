@@ -14,6 +14,8 @@ struct Normalizer {
     private var table16: [UInt16]
     /// Byte offset in an RGBX pixel of each output channel.
     private let sourceChannel: (Int, Int, Int)
+    /// The same formula as the tables, 16 pixels at a time (three-channel float32 NCHW).
+    private let affine: AffineRows?
 
     init(spec: Preprocessing, destination: UnsafeMutableRawPointer) throws {
         let c = spec.channels
@@ -27,6 +29,7 @@ struct Normalizer {
         self.destination = destination
         (table32, table16) = NormalizerTables.tables(for: spec)
         sourceChannel = spec.channelOrder == .bgr ? (2, 1, 0) : (0, 1, 2)
+        affine = c == 3 && spec.dtype == .float32 && spec.layout == .nchw ? AffineRows(spec: spec, sourceChannel: sourceChannel) : nil
     }
 
     /// Zero-fills the whole slot (used before writing when part of it is padding).
@@ -61,7 +64,11 @@ struct Normalizer {
         if spec.layout == .nchw {
             let plane = w * h
             let d0 = out + y * w + x0, d1 = d0 + plane, d2 = d1 + plane
-            for x in 0..<count {
+            var start = 0
+            if T.self == Float.self, let affine {
+                start = affine.write(row, count: count, planes: (UnsafeMutableRawPointer(d0), UnsafeMutableRawPointer(d1), UnsafeMutableRawPointer(d2)))
+            }
+            for x in start..<count {
                 let p = row + x * 4
                 d0[x] = t0[Int(p[s0])]
                 d1[x] = t1[Int(p[s1])]
@@ -117,5 +124,49 @@ enum NormalizerTables {
             }
         }
         return (t, key.half ? t.map { Float16($0).bitPattern } : [])
+    }
+}
+
+/// Three-channel float32 NCHW rows computed rather than looked up: each output is the tables' own
+/// expression, ((invert ? 255 − v : v) × scale − mean) / std, in the same Float operations, so every
+/// value is bit-identical to the table's (IEEE arithmetic is the same in a vector lane; Swift does not
+/// fuse the multiply and subtract). Sixteen RGBX pixels are read as words, each channel shifted out,
+/// and written as one 64-byte store a plane.
+struct AffineRows {
+    private let scale: SIMD16<Float>
+    private let mean: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
+    private let std: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
+    private let shift: (UInt32, UInt32, UInt32)
+    private let invert: Bool
+
+    init(spec: Preprocessing, sourceChannel: (Int, Int, Int)) {
+        func std(_ c: Int) -> SIMD16<Float> { SIMD16(repeating: spec.std[c] == 0 ? 1 : spec.std[c]) }
+        scale = SIMD16(repeating: spec.scale)
+        mean = (SIMD16(repeating: spec.mean[0]), SIMD16(repeating: spec.mean[1]), SIMD16(repeating: spec.mean[2]))
+        self.std = (std(0), std(1), std(2))
+        shift = (UInt32(8 * sourceChannel.0), UInt32(8 * sourceChannel.1), UInt32(8 * sourceChannel.2))
+        invert = spec.invert
+    }
+
+    /// Writes whole blocks of 16 pixels of `row` to the three planes; returns how many pixels it wrote.
+    @inline(__always)
+    func write(_ row: UnsafePointer<UInt8>, count: Int, planes: (UnsafeMutableRawPointer, UnsafeMutableRawPointer, UnsafeMutableRawPointer)) -> Int {
+        var x = 0
+        while x + 16 <= count {
+            let words = UnsafeRawPointer(row + 4 * x).loadUnaligned(as: SIMD16<UInt32>.self)
+            planes.0.storeBytes(of: channel(words, shift.0, mean.0, std.0), toByteOffset: 4 * x, as: SIMD16<Float>.self)
+            planes.1.storeBytes(of: channel(words, shift.1, mean.1, std.1), toByteOffset: 4 * x, as: SIMD16<Float>.self)
+            planes.2.storeBytes(of: channel(words, shift.2, mean.2, std.2), toByteOffset: 4 * x, as: SIMD16<Float>.self)
+            x += 16
+        }
+        return x
+    }
+
+    @inline(__always)
+    private func channel(_ words: SIMD16<UInt32>, _ shift: UInt32, _ mean: SIMD16<Float>, _ std: SIMD16<Float>) -> SIMD16<Float> {
+        let bytes = SIMD16<Int32>(truncatingIfNeeded: (words &>> shift) & 0xFF)
+        var raw = SIMD16<Float>(bytes)
+        if invert { raw = SIMD16<Float>(repeating: 255) - raw }
+        return (raw * scale - mean) / std
     }
 }

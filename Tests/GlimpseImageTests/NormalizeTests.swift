@@ -29,6 +29,35 @@ final class NormalizeTests: XCTestCase {
         }
     }
 
+    /// Rows of 16 pixels and more go through the vector path (`AffineRows`), the rest of a row
+    /// through the tables: every value must be exactly the tables' formula, in both orders, inverted
+    /// or not, at widths around the block size.
+    func testVectorRowsEqualTheTablesExactly() throws {
+        let mean: [Float] = [0.485, 0.456, 0.406], std: [Float] = [0.229, 0.224, 0.0]
+        for width in [15, 16, 17, 40] {
+            let image = SyntheticImage(width: width, height: 3) { x, y in
+                (UInt8((x * 37 + y * 11) & 255), UInt8((x * 101 + 7) & 255), UInt8((255 - x * 13 - y) & 255))
+            }
+            for order in [ChannelOrder.rgb, .bgr] {
+                for invert in [false, true] {
+                    let spec = Preprocessing(width: width, height: 3, crop: .fill, channelOrder: order, layout: .nchw,
+                                             scale: 0.0173, mean: mean, std: std, invert: invert)
+                    let out = try preprocess(image.png(), spec: spec).values
+                    var tableSpec = spec
+                    tableSpec.std = std.map { $0 == 0 ? 1 : $0 }
+                    for y in 0..<3 { for x in 0..<width {
+                        let (r, g, b) = image.pixel(x, y)
+                        let src = order == .rgb ? [r, g, b] : [b, g, r]
+                        for c in 0..<3 {
+                            let expected = value(Float(src[c]), tableSpec, c)
+                            XCTAssertEqual(out[(c * 3 + y) * width + x], expected, "\(width) \(order) \(invert) \(x),\(y),\(c)")
+                        }
+                    } }
+                }
+            }
+        }
+    }
+
     /// Pillow convert("L"): (R*19595 + G*38470 + B*7471 + 0x8000) >> 16
     func luma(_ r: Int, _ g: Int, _ b: Int) -> Float {
         let sum: Int = r * 19595 + g * 38470 + b * 7471 + 0x8000
