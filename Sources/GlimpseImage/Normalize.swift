@@ -164,8 +164,10 @@ struct AffineRows {
 
     @inline(__always)
     private func channel(_ words: SIMD16<UInt32>, _ shift: UInt32, _ mean: SIMD16<Float>, _ std: SIMD16<Float>) -> SIMD16<Float> {
-        let bytes = SIMD16<Int32>(truncatingIfNeeded: (words &>> shift) & 0xFF)
-        var raw = SIMD16<Float>(bytes)
+        // A byte v as a Float, exactly: 2^23 + v has v in its low mantissa bits, and subtracting 2^23
+        // leaves v (the generic integer-to-float vector conversion is not specialized here).
+        let magic = ((words &>> shift) & 0xFF) | 0x4B00_0000
+        var raw = unsafeBitCast(magic, to: SIMD16<Float>.self) - SIMD16<Float>(repeating: 8_388_608)
         if invert { raw = SIMD16<Float>(repeating: 255) - raw }
         return (raw * scale - mean) / std
     }
