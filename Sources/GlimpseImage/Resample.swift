@@ -58,6 +58,59 @@ enum Resample {
     /// accumulator (R, G, B, X) per output pixel. (Four pixels per SIMD16 accumulator measured no
     /// faster: assembling the four gathered pixels costs what the wider multiply saves.)
     static func horizontal(_ source: PixelBuffer, rows: Range<Int>, axis: ResampleAxis, into out: PixelBuffer) {
+        switch axis.taps {
+        case 2: horizontal(source, rows: rows, axis: axis, into: out, window: SIMD8<Int32>.self)
+        case 3, 4: horizontal(source, rows: rows, axis: axis, into: out, window: SIMD16<Int32>.self)
+        default: horizontalLoop(source, rows: rows, axis: axis, into: out)
+        }
+    }
+
+    /// The horizontal pass for windows of at most four pixels (every upscale, and downscales by up to
+    /// about 1.5): the window's pixels are read in one load (2 or 4 RGBX pixels; a 3-tap window reads a
+    /// fourth pixel whose weight is 0, inside the row's next pixel or the buffer's 64-byte slack),
+    /// widened once, multiplied by its weights repeated per channel, and the per-tap groups of four
+    /// summed. Integer sums: bit-exact with the loop over taps.
+    private static func horizontal<V: SIMD>(_ source: PixelBuffer, rows: Range<Int>, axis: ResampleAxis, into out: PixelBuffer,
+                                            window: V.Type) where V.Scalar == Int32 {
+        let taps = axis.taps, lanes = V.scalarCount, n = out.width
+        var expanded = [Int32](repeating: 0, count: n * lanes)
+        for x in 0..<n {
+            for t in 0..<taps {
+                for c in 0..<4 { expanded[x * lanes + t * 4 + c] = axis.weights[x * taps + t] }
+            }
+        }
+        let half = SIMD4<Int32>(repeating: Int32(1) << (ResampleAxis.precisionBits - 1))
+        expanded.withUnsafeBufferPointer { eb in
+            axis.starts.withUnsafeBufferPointer { sb in
+                guard let weights = eb.baseAddress, let starts = sb.baseAddress else { return }
+                for (r, y) in rows.enumerated() {
+                    let src = UnsafeRawPointer(source.base + y * source.rowBytes)
+                    let dst = UnsafeMutableRawPointer(out.base + r * out.rowBytes)
+                    for x in 0..<n {
+                        let acc = windowSum(src + starts[x] * 4, UnsafeRawPointer(weights + x * lanes), as: V.self) &+ half
+                        dst.storeBytes(of: clip8(acc), toByteOffset: x * 4, as: SIMD4<UInt8>.self)
+                    }
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func windowSum<V: SIMD>(_ pixels: UnsafeRawPointer, _ weights: UnsafeRawPointer, as: V.Type) -> SIMD4<Int32>
+    where V.Scalar == Int32 {
+        if V.self == SIMD8<Int32>.self {
+            let px = SIMD8<Int32>(truncatingIfNeeded: pixels.loadUnaligned(as: SIMD8<UInt8>.self))
+            let p = px &* weights.loadUnaligned(as: SIMD8<Int32>.self)
+            return p.lowHalf &+ p.highHalf
+        }
+        let px = SIMD16<Int32>(truncatingIfNeeded: pixels.loadUnaligned(as: SIMD16<UInt8>.self))
+        let p = px &* weights.loadUnaligned(as: SIMD16<Int32>.self)
+        let q = p.lowHalf &+ p.highHalf
+        return q.lowHalf &+ q.highHalf
+    }
+
+    /// The horizontal pass for any window length, one tap at a time.
+    static func horizontalLoop(_ source: PixelBuffer, rows: Range<Int>, axis: ResampleAxis, into out: PixelBuffer) {
         let taps = axis.taps
         let half = Int32(1) << (ResampleAxis.precisionBits - 1)
         axis.weights.withUnsafeBufferPointer { wb in
