@@ -182,6 +182,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
         }
         if endStream {
             requests[id] = nil
+            guard !request.lengthMismatch(bodyBytes: 0) else { return reset(id, code: NGHTTP2_PROTOCOL_ERROR) }
             dispatch(id, head: head, body: ByteBuffer())
         } else if request.declaresMoreThan(maxBody) {
             request.refused = true
@@ -195,6 +196,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
     /// A request's body ended (its last DATA frame, or trailers).
     func requestEnded(_ id: Int32) {
         guard let request = requests.removeValue(forKey: id), !request.refused, let head = request.head else { return }
+        guard !request.lengthMismatch(bodyBytes: request.body.readableBytes) else { return reset(id, code: NGHTTP2_PROTOCOL_ERROR) }
         dispatch(id, head: head, body: request.body)
     }
 

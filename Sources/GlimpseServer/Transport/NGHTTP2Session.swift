@@ -49,6 +49,8 @@ final class NGHTTP2Session {
         try NGHTTP2Error.check(nghttp2_option_new(&option))
         guard let option else { throw NGHTTP2Error(code: NGHTTP2_ERR_NOMEM.rawValue) }
         defer { nghttp2_option_del(option) }
+        // HTTP's rules are checked by `NGHTTP2IncomingRequest` (nghttp2's own refuse requests without `:authority`).
+        nghttp2_option_set_no_http_messaging(option, 1)
         // Closed streams are not kept for the (deprecated) priority tree.
         nghttp2_option_set_no_closed_streams(option, 1)
         nghttp2_option_set_stream_reset_rate_limit(option, settings.resetBurst, settings.resetsPerSecond)
