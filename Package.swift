@@ -126,8 +126,8 @@ let package = Package(
         .target(
             name: "GlimpseServer",
             dependencies: [
-                "GlimpseRPC", "GlimpseServing", hummingbird, nioHTTP2, nioHPACK, nioPosix, logging, serviceLifecycle,
-                .product(name: "HummingbirdCore", package: "hummingbird"), httpTypes, nioCore,
+                "GlimpseRPC", "GlimpseServing", "CNGHTTP2", hummingbird, nioHTTP2, nioHPACK, nioPosix, logging,
+                serviceLifecycle, .product(name: "HummingbirdCore", package: "hummingbird"), httpTypes, nioCore,
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),

@@ -77,6 +77,8 @@ public struct HTTP2Options: Sendable {
     /// earlier transport, kept for comparison). Off: `HTTP2FrameResponder` answers from the
     /// connection's frames.
     public var streamChannels = false
+    /// The HTTP/2 implementation that serves connections (without `streamChannels`).
+    public var transport: HTTP2Transport = .nio
 
     public init() {}
 
@@ -102,6 +104,14 @@ public struct HTTP2Options: Sendable {
         c.stream.targetWindowSize = initialWindowSize
         return c
     }
+}
+
+/// Which HTTP/2 implementation serves a connection.
+public enum HTTP2Transport: String, Sendable, CaseIterable {
+    /// swift-nio-http2: `NIOHTTP2Handler`, `HTTP2ConnectionManager` and `HTTP2FrameResponder`.
+    case nio
+    /// libnghttp2: `NGHTTP2Responder`.
+    case nghttp2
 }
 
 public struct ConfigurationError: Error, CustomStringConvertible, Sendable {

@@ -52,6 +52,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE in bytes.") var http2MaxHeaderList: Int = 16 << 10
     @Flag(help: "Serve each HTTP/2 stream on its own child channel and task (the earlier transport, kept for comparison; slower).")
     var http2StreamChannels = false
+    @Option(help: "HTTP/2 implementation: nio (swift-nio-http2) or nghttp2 (libnghttp2). Default: $GLIMPSE_HTTP2_TRANSPORT, else nio. --http2-stream-channels serves with nio whatever this says.")
+    var http2Transport: String = ProcessInfo.processInfo.environment["GLIMPSE_HTTP2_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "nio"
     @Flag(help: "Read each HTTP/1.1 connection in its own task through Hummingbird (the earlier transport, kept for comparison; slower).")
     var http1ConnectionTasks = false
     @Option(help: "PEM certificate chain; with --tls-key the port speaks TLS (ALPN h2 and http/1.1).") var tlsCert: String?
@@ -220,6 +222,10 @@ struct Serve: AsyncParsableCommand {
         http2.maxFrameSize = http2MaxFrame
         http2.maxHeaderListSize = http2MaxHeaderList
         http2.streamChannels = http2StreamChannels
+        guard let transport = HTTP2Transport(rawValue: http2Transport) else {
+            throw ValidationError("--http2-transport must be one of \(HTTP2Transport.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        http2.transport = transport
         var configuration = ServerConfiguration(
             host: host, port: port, maxBodyBytes: maxBody, maxBatchLength: maxBatchCalls,
             idleTimeoutSeconds: idleTimeoutS, headerTimeoutSeconds: headerTimeoutS, gracefulCloseTimeoutSeconds: drainTimeoutS,

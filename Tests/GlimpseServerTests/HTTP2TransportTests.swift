@@ -3,8 +3,9 @@ import GlimpseRPC
 import GlimpseTestSupport
 import XCTest
 
-/// Both HTTP/2 transports answer the same requests with curl and nghttp: the frame responder (the
-/// default) and one child channel per stream (`--http2-stream-channels`, kept for comparison).
+/// Every HTTP/2 transport answers the same requests with curl and nghttp: the frame responder (the
+/// default), one child channel per stream (`--http2-stream-channels`, kept for comparison) and
+/// libnghttp2 (`--http2-transport nghttp2`).
 final class HTTP2TransportTests: XCTestCase {
     func check(_ arguments: [String]) throws {
         let server = try GlimpseProcess(arguments: ["--models", try mnistOnlyFolder("transport")] + arguments)
@@ -29,7 +30,9 @@ final class HTTP2TransportTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse([UInt8](ready.body))["models"]?.intValue, 1)
     }
 
-    func testFrameResponder() throws { try check([]) }
+    func testFrameResponder() throws { try check(["--http2-transport", "nio"]) }
+
+    func testNGHTTP2() throws { try check(["--http2-transport", "nghttp2"]) }
 
     func testStreamChannels() throws { try check(["--http2-stream-channels"]) }
 }

@@ -16,7 +16,8 @@ import NIOTLS
 /// HTTP/2 runs on our own pipeline rather than Hummingbird's `HTTP2Channel` so that the SETTINGS we
 /// advertise (`HTTP2Options`) and the drain behaviour (`HTTP2ConnectionManager`) are ours to choose.
 /// `HTTP2FrameResponder` answers each connection's requests from its frames, with the same router as
-/// HTTP/1.1; with `HTTP2Options.streamChannels`, each stream gets a child channel and a task instead,
+/// HTTP/1.1 (or, with `HTTP2Options.transport` `.nghttp2`, `NGHTTP2Responder` serves the connection's
+/// bytes with libnghttp2); with `HTTP2Options.streamChannels`, each stream gets a child channel and a task instead,
 /// answered by Hummingbird's HTTP handling. `HTTP1Responder` likewise answers HTTP/1.1 requests in the
 /// connection's pipeline; with `http1ConnectionTasks`, Hummingbird's `HTTP1Channel` reads each
 /// connection in a task instead.
@@ -127,6 +128,11 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
         channel.eventLoop.makeCompletedFuture {
             let sync = channel.pipeline.syncOperations
             let configuration = http2.handlerConfiguration
+            if !http2.streamChannels, http2.transport == .nghttp2 {
+                try sync.addHandler(NGHTTP2Responder(responder: frames.responder, inline: frames.inline, maxBody: frames.maxBody,
+                                                     http2: http2, timeouts: timeouts, logger: frames.logger))
+                return .frames(channel)
+            }
             guard http2.streamChannels else {
                 let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle,
                                                      gracefulCloseTimeout: timeouts.gracefulClose, countsStreamEvents: true)

@@ -56,7 +56,11 @@ final class TestServer: @unchecked Sendable {
         let service = InferenceService(configuration: serving, logger: logger)
         let problems = service.registry.loadDirectory(try modelFolder())
         guard problems.isEmpty else { throw TestServerError(description: "models failed to load: \(problems)") }
-        let config = ServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: 4 << 20, maxBatchLength: 64)
+        var config = ServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: 4 << 20, maxBatchLength: 64)
+        // GLIMPSE_HTTP2_TRANSPORT chooses the HTTP/2 implementation, as it does for `glimpse serve`.
+        if let name = ProcessInfo.processInfo.environment["GLIMPSE_HTTP2_TRANSPORT"], let transport = HTTP2Transport(rawValue: name) {
+            config.http2.transport = transport
+        }
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let app = try GlimpseServer.makeApplication(
             configuration: config, service: service,

@@ -1,0 +1,354 @@
+import CNGHTTP2
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP2
+
+/// Serves an HTTP/2 connection with libnghttp2 (`HTTP2Options.transport == .nghttp2`), on the
+/// connection's byte stream: in place of `NIOHTTP2Handler`, `HTTP2ConnectionManager` and
+/// `HTTP2FrameResponder`, with the same behaviour.
+///
+/// Received bytes go to the `NGHTTP2Session`, whose callbacks (`NGHTTP2Responder+Callbacks`) collect
+/// each request (`NGHTTP2IncomingRequest`). A complete request is dispatched as `HTTP2FrameResponder`
+/// does: `InlineRoutes` answered in place, the rest by the router in a task whose answer is submitted
+/// back on the event loop; a reset stream cancels its task, a closed connection all of them. What
+/// the session queues is written once per read turn, or once per batch of task answers.
+///
+/// The connection's life (idle timeout, graceful drain with GOAWAY and PING) follows
+/// `HTTP2ConnectionStateMachine`, as `HTTP2ConnectionManager` does for NIOHTTP2.
+final class NGHTTP2Responder: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2).
+    static let connectionFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+
+    private let responder: RouterResponder<BasicRequestContext>
+    private let inline: InlineRoutes
+    private let logger: Logger
+    let maxBody: Int
+    let maxHeaderListSize: Int
+    private let settings: NGHTTP2Session.Settings
+    private let idleTimeout: TimeAmount?
+    private let gracefulCloseTimeout: TimeAmount
+
+    private var session: NGHTTP2Session?
+    private var context: ChannelHandlerContext?
+    /// Requests still arriving, by stream.
+    var requests: [Int32: NGHTTP2IncomingRequest] = [:]
+    /// Response bodies still being sent, by stream.
+    var bodies: [Int32: ByteBuffer] = [:]
+    /// Requests running in tasks, by stream.
+    private var running: [Int32: Task<Void, Never>] = [:]
+    private var connection = HTTP2ConnectionStateMachine()
+    private var idleTimer: Scheduled<Void>?
+    private var graceTimer: Scheduled<Void>?
+    private var pingTimer: Scheduled<Void>?
+    private var flushScheduled = false
+    /// The session sent GOAWAY with an error: the connection closes once it is written.
+    var terminating = false
+
+    init(responder: RouterResponder<BasicRequestContext>, inline: InlineRoutes, maxBody: Int, http2: HTTP2Options,
+         timeouts: ConnectionTimeouts, logger: Logger) {
+        self.responder = responder
+        self.inline = inline
+        self.maxBody = maxBody
+        self.logger = logger
+        self.maxHeaderListSize = http2.maxHeaderListSize
+        self.settings = NGHTTP2Session.Settings(
+            maxConcurrentStreams: http2.maxConcurrentStreams, initialWindowSize: http2.initialWindowSize,
+            maxFrameSize: http2.maxFrameSize, maxHeaderListSize: http2.maxHeaderListSize,
+            connectionWindowSize: http2.connectionWindowSize)
+        self.idleTimeout = timeouts.idle
+        self.gracefulCloseTimeout = timeouts.gracefulClose
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        do {
+            session = try NGHTTP2Session(settings: settings, userData: Unmanaged.passUnretained(self).toOpaque(),
+                                         install: Self.installCallbacks)
+        } catch {
+            logger.error("cannot start an HTTP/2 session", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+            return
+        }
+        armIdleTimer()
+        writeOutput(context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        shutDown()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        shutDown()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session, !terminating else { return }
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            // Fatal for the connection (bad preface, flood, ...): whatever the session queued (a GOAWAY)
+            // goes out, then the connection closes.
+            logger.debug("HTTP/2 connection error", metadata: ["error": "\(error)"])
+            terminating = true
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        writeOutput(context)
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case is ChannelShouldQuiesceEvent:
+            perform(connection.quiesce(ping: Self.newPing()))
+        case let e as ChannelEvent where e == .inputClosed:
+            perform(connection.inputClosed())
+        default:
+            break
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        perform(connection.close())
+    }
+
+    // MARK: output
+
+    /// Writes and flushes what the session has queued; closes the connection once it is finished.
+    private func writeOutput(_ context: ChannelHandlerContext) {
+        guard let session else { return }
+        if session.wantsWrite {
+            var buffer = context.channel.allocator.buffer(capacity: 1024)
+            do {
+                try session.output(into: &buffer)
+            } catch {
+                logger.debug("HTTP/2 connection error", metadata: ["error": "\(error)"])
+                terminating = true
+            }
+            if buffer.readableBytes > 0 {
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            }
+        }
+        if terminating { perform(connection.close()) }
+    }
+
+    /// One write and flush for every answer submitted before the event loop's next turn.
+    private func scheduleOutput() {
+        guard !flushScheduled, let context else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            handler.flushScheduled = false
+            if let context = handler.context { handler.writeOutput(context) }
+        }
+    }
+
+    private func shutDown() {
+        idleTimer?.cancel()
+        graceTimer?.cancel()
+        pingTimer?.cancel()
+        for task in running.values { task.cancel() }
+        running.removeAll()
+        requests.removeAll()
+        bodies.removeAll()
+        // Freed while this handler (its callbacks' user data) is alive.
+        session = nil
+    }
+
+    // MARK: requests
+
+    /// A request's header block is complete.
+    func requestHeadersReceived(_ id: Int32, endStream: Bool) {
+        guard var request = requests[id] else { return }
+        if request.headersTooLarge {
+            requests[id] = nil
+            submit(id, head: HTTPResponse(status: .requestHeaderFieldsTooLarge), body: ByteBuffer(), method: .get)
+            return
+        }
+        guard let head = request.headersComplete() else {
+            requests[id] = nil
+            reset(id, code: NGHTTP2_PROTOCOL_ERROR)
+            return
+        }
+        if endStream {
+            requests[id] = nil
+            guard !request.lengthMismatch(bodyBytes: 0) else { return reset(id, code: NGHTTP2_PROTOCOL_ERROR) }
+            dispatch(id, head: head, body: ByteBuffer())
+        } else if request.declaresMoreThan(maxBody) {
+            request.refused = true
+            requests[id] = request
+            dispatch(id, head: head, body: nil)
+        } else {
+            requests[id] = request
+        }
+    }
+
+    /// A request's body ended (its last DATA frame, or trailers).
+    func requestEnded(_ id: Int32) {
+        guard let request = requests.removeValue(forKey: id), !request.refused, let head = request.head else { return }
+        guard !request.lengthMismatch(bodyBytes: request.body.readableBytes) else { return reset(id, code: NGHTTP2_PROTOCOL_ERROR) }
+        dispatch(id, head: head, body: request.body)
+    }
+
+    /// Body bytes arrived for a request.
+    func requestData(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let index = requests.index(forKey: id) else { return }
+        if !requests.values[index].append(bytes, maxBody: maxBody), let head = requests.values[index].head {
+            dispatch(id, head: head, body: nil)
+        }
+    }
+
+    func streamOpened(_ id: Int32) {
+        requests[id] = NGHTTP2IncomingRequest()
+        perform(connection.streamCreated(HTTP2StreamID(id)))
+    }
+
+    func streamClosed(_ id: Int32) {
+        requests[id] = nil
+        bodies[id] = nil
+        running.removeValue(forKey: id)?.cancel()
+        perform(connection.streamClosed(HTTP2StreamID(id)))
+    }
+
+    func pingAcknowledged(_ data: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
+        perform(connection.pingAcknowledged(HTTP2PingData(withTuple: data)))
+    }
+
+    /// Answers a request; `body` nil: its body was over the limit, and reading it fails, so its
+    /// route answers with its own "too large" error.
+    private func dispatch(_ id: Int32, head: HTTPRequest, body: ByteBuffer?) {
+        guard let context else { return }
+        if let answer = inline.answer(head) {
+            submit(id, head: answer.head, body: answer.body, method: head.method)
+            return
+        }
+        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
+        let method = head.method
+        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
+        let responder = self.responder, logger = self.logger
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        running[id] = Task {
+            let answer = await respondCollecting(request, context: requestContext, responder: responder, logger: logger)
+            loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
+        }
+    }
+
+    /// A task's response is ready: submitted unless its stream was reset meanwhile.
+    private func finish(_ id: Int32, head: HTTPResponse, body: ByteBuffer, method: HTTPRequest.Method) {
+        guard running.removeValue(forKey: id) != nil else { return }
+        submit(id, head: head, body: body, method: method)
+        scheduleOutput()
+    }
+
+    private func submit(_ id: Int32, head: HTTPResponse, body: ByteBuffer, method: HTTPRequest.Method) {
+        guard let session else { return }
+        let hasBody = body.readableBytes > 0 && method != .head
+        if hasBody { bodies[id] = body }
+        do {
+            try session.submitResponse(stream: id, status: head.status.code,
+                                       fields: head.completed(bodyBytes: body.readableBytes).headerFields,
+                                       skipping: Self.connectionFields, body: hasBody ? Self.readBody : nil)
+        } catch {
+            bodies[id] = nil
+            logger.debug("HTTP/2 response not submitted", metadata: ["stream": "\(id)", "error": "\(error)"])
+            reset(id, code: NGHTTP2_INTERNAL_ERROR)
+        }
+    }
+
+    /// Copies up to `length` bytes of stream `id`'s response body to `buffer`; the number copied.
+    func readBody(_ id: Int32, into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, end: Bool) {
+        guard let index = bodies.index(forKey: id) else { return (0, true) }
+        let count = bodies.values[index].readWithUnsafeReadableBytes { source in
+            let count = min(source.count, buffer.count)
+            if count > 0, let from = source.baseAddress, let to = buffer.baseAddress { to.copyMemory(from: from, byteCount: count) }
+            return count
+        }
+        guard bodies.values[index].readableBytes == 0 else { return (count, false) }
+        bodies.remove(at: index)
+        return (count, true)
+    }
+
+    func reset(_ id: Int32, code: nghttp2_error_code) {
+        do { try session?.submitReset(stream: id, code: code) } catch {
+            logger.debug("HTTP/2 reset not submitted", metadata: ["stream": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: connection life
+
+    private static func newPing() -> HTTP2PingData { HTTP2PingData(withInteger: .random(in: .min ... .max)) }
+
+    private func perform(_ action: HTTP2ConnectionStateMachine.Action) {
+        guard let context else { return }
+        switch action {
+        case .none:
+            break
+        case .armIdleTimer:
+            armIdleTimer()
+        case .cancelIdleTimer:
+            idleTimer?.cancel()
+        case .beginDrain(let ping):
+            idleTimer?.cancel()
+            do {
+                try session?.submitShutdownNotice()
+                try session?.submitPing(ping.bytes)
+            } catch {
+                logger.debug("HTTP/2 drain not submitted", metadata: ["error": "\(error)"])
+            }
+            scheduleOutput()
+            // A client that does not acknowledge the PING within a few seconds gets its final GOAWAY
+            // anyway; the grace timer bounds the rest.
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            pingTimer = context.eventLoop.scheduleTask(in: min(.seconds(5), gracefulCloseTimeout)) {
+                bound.value.perform(bound.value.connection.pingTimerFired())
+            }
+            graceTimer = context.eventLoop.scheduleTask(in: gracefulCloseTimeout) {
+                bound.value.perform(bound.value.connection.close())
+            }
+        case .sendFinalGoAway(let lastStreamID, let close):
+            pingTimer?.cancel()
+            do { try session?.submitGoAway(lastStreamID: Int32(lastStreamID)) } catch {
+                logger.debug("HTTP/2 GOAWAY not submitted", metadata: ["error": "\(error)"])
+            }
+            // Never written at once: a PING's acknowledgement arrives inside the session's own parsing.
+            scheduleOutput()
+            if close { closeOnNextTick(context) }
+        case .close:
+            closeOnNextTick(context)
+        }
+    }
+
+    private func armIdleTimer() {
+        guard let idleTimeout, let context else { return }
+        idleTimer?.cancel()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) {
+            bound.value.perform(bound.value.connection.idleTimerFired(ping: Self.newPing()))
+        }
+    }
+
+    /// Closes after the frames queued so far are written (a stream's last frame may still be queued
+    /// when it closes).
+    private func closeOnNextTick(_ context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            guard let context = handler.context else { return }
+            handler.terminating = false
+            handler.writeOutput(context)
+            context.close(promise: nil)
+        }
+    }
+}
