@@ -136,17 +136,6 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
         scheduleFlush(context)
     }
 
-    /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2).
-    static func isConnectionSpecific(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 7: return name == "upgrade"
-        case 10: return name == "connection" || name == "keep-alive"
-        case 16: return name == "proxy-connection"
-        case 17: return name == "transfer-encoding"
-        default: return false
-        }
-    }
-
     private func write(_ head: HTTPResponse, body: ByteBuffer, to id: HTTP2StreamID, method: HTTPRequest.Method,
                        context: ChannelHandlerContext) {
         // The route's fields, then what `HTTPResponse.completed` would add, without building a second
@@ -157,7 +146,7 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
         var hasLength = false, hasDate = false, hasServer = false
         for field in head.headerFields {
             let name = field.name.canonicalName
-            if Self.isConnectionSpecific(name) { continue }
+            if HTTP2FieldRules.isConnectionSpecific(name) { continue }
             switch field.name {
             case .contentLength: hasLength = true
             case .date: hasDate = true

@@ -65,15 +65,12 @@ struct NGHTTP2IncomingRequest {
         } else {
             sawRegularField = true
             let nameText = String(decoding: name, as: UTF8.self)
-            guard !Self.connectionFields.contains(nameText), nameText != "te" || valueText == "trailers",
+            guard !HTTP2FieldRules.isConnectionSpecific(nameText), nameText != "te" || valueText == "trailers",
                   let fieldName = HTTPField.Name(nameText) else { return .malformed }
             fields.append(HTTPField(name: fieldName, value: valueText))
         }
         return .accepted
     }
-
-    /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2); `te` is allowed as "trailers" only.
-    private static let connectionFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
 
     /// The header block ended: the request head, or nil when a required pseudo-header field is missing.
     mutating func headersComplete() -> HTTPRequest? {

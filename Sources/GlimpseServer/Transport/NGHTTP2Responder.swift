@@ -21,11 +21,9 @@ final class NGHTTP2Responder: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2).
-    static let connectionFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
-
     private let responder: RouterResponder<BasicRequestContext>
     private let inline: InlineRoutes
+    private let rpc: RPCRoute
     private let logger: Logger
     let maxBody: Int
     let maxHeaderListSize: Int
@@ -49,12 +47,12 @@ final class NGHTTP2Responder: ChannelInboundHandler {
     /// The session sent GOAWAY with an error: the connection closes once it is written.
     var terminating = false
 
-    init(responder: RouterResponder<BasicRequestContext>, inline: InlineRoutes, maxBody: Int, http2: HTTP2Options,
-         timeouts: ConnectionTimeouts, logger: Logger) {
-        self.responder = responder
-        self.inline = inline
-        self.maxBody = maxBody
-        self.logger = logger
+    init(serving: GlimpseHTTPChannel.FrameServing, http2: HTTP2Options, timeouts: ConnectionTimeouts) {
+        responder = serving.responder
+        inline = serving.inline
+        rpc = serving.rpc
+        maxBody = serving.maxBody
+        logger = serving.logger
         self.maxHeaderListSize = http2.maxHeaderListSize
         self.settings = NGHTTP2Session.Settings(
             maxConcurrentStreams: http2.maxConcurrentStreams, initialWindowSize: http2.initialWindowSize,
@@ -232,12 +230,20 @@ final class NGHTTP2Responder: ChannelInboundHandler {
             submit(id, head: answer.head, body: answer.body, method: head.method)
             return
         }
-        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
         let method = head.method
-        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
-        let responder = self.responder, logger = self.logger
         let loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
+        if RPCRoute.takes(head) {
+            let rpc = self.rpc, authorization = head.headerFields[.authorization]
+            running[id] = Task {
+                let answer = await rpc.respond(authorization: authorization, body: body)
+                loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
+            }
+            return
+        }
+        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
+        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
+        let responder = self.responder, logger = self.logger
         running[id] = Task {
             let answer = await respondCollecting(request, context: requestContext, responder: responder, logger: logger)
             loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
@@ -258,7 +264,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
         do {
             try session.submitResponse(stream: id, status: head.status.code,
                                        fields: head.completed(bodyBytes: body.readableBytes).headerFields,
-                                       skipping: Self.connectionFields, body: hasBody ? Self.readBody : nil)
+                                       skipping: HTTP2FieldRules.isConnectionSpecific, body: hasBody ? Self.readBody : nil)
         } catch {
             bodies[id] = nil
             logger.debug("HTTP/2 response not submitted", metadata: ["stream": "\(id)", "error": "\(error)"])
@@ -298,6 +304,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
             armIdleTimer()
         case .cancelIdleTimer:
             idleTimer?.cancel()
+            idleTimer = nil
         case .beginDrain(let ping):
             idleTimer?.cancel()
             do {

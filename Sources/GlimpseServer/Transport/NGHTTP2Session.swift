@@ -110,7 +110,7 @@ final class NGHTTP2Session {
 
     /// Queues a response: `status`, then `fields` (lowercase names), then a body read through `body`
     /// when there is one.
-    func submitResponse(stream: Int32, status: Int, fields: HTTPFields, skipping skipped: Set<String>,
+    func submitResponse(stream: Int32, status: Int, fields: HTTPFields, skipping skipped: (String) -> Bool,
                         body: nghttp2_data_source_read_callback?) throws {
         // Names and values side by side in one buffer; nghttp2 copies them.
         var bytes: [UInt8] = []
@@ -125,7 +125,7 @@ final class NGHTTP2Session {
             lengths.append((nameLength, bytes.count - start - nameLength))
         }
         add(":status", String(status))
-        for field in fields where !skipped.contains(field.name.canonicalName) {
+        for field in fields where !skipped(field.name.canonicalName) {
             add(field.name.canonicalName, field.value)
         }
         let result = bytes.withUnsafeMutableBufferPointer { raw -> Int32 in
