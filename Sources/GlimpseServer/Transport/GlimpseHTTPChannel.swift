@@ -129,7 +129,7 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
             let sync = channel.pipeline.syncOperations
             let configuration = http2.handlerConfiguration
             if !http2.streamChannels, http2.transport == .nghttp2 {
-                try sync.addHandler(NGHTTP2Responder(serving: frames, http2: http2, timeouts: timeouts))
+                try sync.addHandler(NGHTTP2Responder(serving: frames, http2: http2, timeouts: timeouts, eventLoop: channel.eventLoop))
                 return .frames(channel)
             }
             guard http2.streamChannels else {

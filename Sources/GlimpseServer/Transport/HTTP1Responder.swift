@@ -20,11 +20,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias OutboundOut = HTTPResponsePart
 
-    private let responder: RouterResponder<BasicRequestContext>
-    private let inline: InlineRoutes
-    private let rpc: RPCRoute
-    private let maxBody: Int
-    private let logger: Logger
+    private let serving: GlimpseHTTPChannel.FrameServing
     private var context: ChannelHandlerContext?
     /// The request being read: its head, its body so far, and whether the body went over the limit.
     private var head: HTTPRequest?
@@ -37,11 +33,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     private var inputClosed = false
 
     init(serving: GlimpseHTTPChannel.FrameServing) {
-        responder = serving.responder
-        inline = serving.inline
-        rpc = serving.rpc
-        maxBody = serving.maxBody
-        logger = serving.logger
+        self.serving = serving
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -75,7 +67,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
             }
         case .body(let chunk):
             guard !tooLarge else { return }
-            if body.readableBytes + chunk.readableBytes > maxBody {
+            if body.readableBytes + chunk.readableBytes > serving.maxBody {
                 // The rest is read and dropped; the route answers with its "too large" error.
                 tooLarge = true
                 body = ByteBuffer()
@@ -102,7 +94,7 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     /// A request that cannot be parsed has had its 400 from `HTTPServerProtocolErrorHandler`, which
     /// passes the error on: the connection goes.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.debug("HTTP/1.1 connection error, closing", metadata: ["error": "\(error)"])
+        serving.logger.debug("HTTP/1.1 connection error, closing", metadata: ["error": "\(error)"])
         context.close(promise: nil)
     }
 
@@ -115,26 +107,13 @@ final class HTTP1Responder: ChannelInboundHandler, RemovableChannelHandler {
     /// answers with its own "too large" error.
     private func dispatch(_ request: HTTPRequest, body: ByteBuffer?, context: ChannelHandlerContext) {
         let closes = request.headerFields[.connection]?.lowercased() == "close"
-        if let answer = inline.answer(request) {
+        if let answer = serving.inline.answer(request) {
             write(answer.head, body: answer.body, method: request.method, closes: closes, context: context)
             return
         }
-        let method = request.method
-        let loop = context.eventLoop
+        let method = request.method, loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
-        if RPCRoute.takes(request) {
-            let rpc = self.rpc, authorization = request.headerFields[.authorization]
-            running = Task {
-                let answer = await rpc.respond(authorization: authorization, body: body)
-                loop.execute { bound.value.finish(answer, method: method, closes: closes) }
-            }
-            return
-        }
-        let routed = Request(head: request, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
-        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
-        let responder = self.responder, logger = self.logger
-        running = Task {
-            let answer = await respondCollecting(routed, context: requestContext, responder: responder, logger: logger)
+        running = serving.run(request, body: body, channel: context.channel) { answer in
             loop.execute { bound.value.finish(answer, method: method, closes: closes) }
         }
     }

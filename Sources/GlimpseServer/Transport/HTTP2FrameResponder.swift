@@ -19,10 +19,7 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private var assembler: HTTP2RequestAssembler
-    private let responder: RouterResponder<BasicRequestContext>
-    private let inline: InlineRoutes
-    private let rpc: RPCRoute
-    private let logger: Logger
+    private let serving: GlimpseHTTPChannel.FrameServing
     private var context: ChannelHandlerContext?
     /// Requests running in tasks, by stream.
     private var running: [HTTP2StreamID: Task<Void, Never>] = [:]
@@ -30,10 +27,7 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     private var flushing = ReadTurnFlush()
 
     init(serving: GlimpseHTTPChannel.FrameServing, http2: HTTP2Options) {
-        responder = serving.responder
-        inline = serving.inline
-        rpc = serving.rpc
-        logger = serving.logger
+        self.serving = serving
         assembler = HTTP2RequestAssembler(maxBody: serving.maxBody, streamWindow: http2.initialWindowSize,
                                           connectionWindow: http2.connectionWindowSize)
     }
@@ -105,26 +99,13 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
     /// Answers a request; `body` nil: its body was over the limit, and reading it fails, so its
     /// route answers with its own "too large" error.
     private func dispatch(_ id: HTTP2StreamID, head: HTTPRequest, body: ByteBuffer?, context: ChannelHandlerContext) {
-        if let answer = inline.answer(head) {
+        if let answer = serving.inline.answer(head) {
             write(answer.head, body: answer.body, to: id, method: head.method, context: context)
             return
         }
-        let method = head.method
-        let loop = context.eventLoop
+        let method = head.method, loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
-        if RPCRoute.takes(head) {
-            let rpc = self.rpc, authorization = head.headerFields[.authorization]
-            running[id] = Task {
-                let answer = await rpc.respond(authorization: authorization, body: body)
-                loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
-            }
-            return
-        }
-        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
-        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
-        let responder = self.responder, logger = self.logger
-        running[id] = Task {
-            let answer = await respondCollecting(request, context: requestContext, responder: responder, logger: logger)
+        running[id] = serving.run(head, body: body, channel: context.channel) { answer in
             loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
         }
     }

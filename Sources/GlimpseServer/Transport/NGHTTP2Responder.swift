@@ -15,21 +15,17 @@ import NIOHTTP2
 /// back on the event loop; a reset stream cancels its task, a closed connection all of them. What
 /// the session queues is written once per read turn, or once per batch of task answers.
 ///
-/// The connection's life (idle timeout, graceful drain with GOAWAY and PING) follows
-/// `HTTP2ConnectionStateMachine`, as `HTTP2ConnectionManager` does for NIOHTTP2.
-final class NGHTTP2Responder: ChannelInboundHandler {
+/// The connection's life (idle timeout, graceful drain with GOAWAY and PING) is `HTTP2ConnectionLife`,
+/// as for NIOHTTP2 (`HTTP2ConnectionManager`).
+final class NGHTTP2Responder: ChannelInboundHandler, HTTP2ConnectionLifeOwner {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let responder: RouterResponder<BasicRequestContext>
-    private let inline: InlineRoutes
-    private let rpc: RPCRoute
-    private let logger: Logger
-    let maxBody: Int
+    private let serving: GlimpseHTTPChannel.FrameServing
+    private var logger: Logger { serving.logger }
+    var maxBody: Int { serving.maxBody }
     let maxHeaderListSize: Int
     private let settings: NGHTTP2Session.Settings
-    private let idleTimeout: TimeAmount?
-    private let gracefulCloseTimeout: TimeAmount
 
     private var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
@@ -39,27 +35,19 @@ final class NGHTTP2Responder: ChannelInboundHandler {
     var bodies: [Int32: ByteBuffer] = [:]
     /// Requests running in tasks, by stream.
     private var running: [Int32: Task<Void, Never>] = [:]
-    private var connection = HTTP2ConnectionStateMachine()
-    private var idleTimer: Scheduled<Void>?
-    private var graceTimer: Scheduled<Void>?
-    private var pingTimer: Scheduled<Void>?
+    private let life: HTTP2ConnectionLife
     private var flushScheduled = false
     /// The session sent GOAWAY with an error: the connection closes once it is written.
     var terminating = false
 
-    init(serving: GlimpseHTTPChannel.FrameServing, http2: HTTP2Options, timeouts: ConnectionTimeouts) {
-        responder = serving.responder
-        inline = serving.inline
-        rpc = serving.rpc
-        maxBody = serving.maxBody
-        logger = serving.logger
+    init(serving: GlimpseHTTPChannel.FrameServing, http2: HTTP2Options, timeouts: ConnectionTimeouts, eventLoop: any EventLoop) {
+        self.serving = serving
         self.maxHeaderListSize = http2.maxHeaderListSize
         self.settings = NGHTTP2Session.Settings(
             maxConcurrentStreams: http2.maxConcurrentStreams, initialWindowSize: http2.initialWindowSize,
             maxFrameSize: http2.maxFrameSize, maxHeaderListSize: http2.maxHeaderListSize,
             connectionWindowSize: http2.connectionWindowSize)
-        self.idleTimeout = timeouts.idle
-        self.gracefulCloseTimeout = timeouts.gracefulClose
+        life = HTTP2ConnectionLife(eventLoop: eventLoop, idleTimeout: timeouts.idle, gracefulCloseTimeout: timeouts.gracefulClose)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -72,7 +60,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        armIdleTimer()
+        life.start(owner: self)
         writeOutput(context)
     }
 
@@ -104,19 +92,12 @@ final class NGHTTP2Responder: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch event {
-        case is ChannelShouldQuiesceEvent:
-            perform(connection.quiesce(ping: Self.newPing()))
-        case let e as ChannelEvent where e == .inputClosed:
-            perform(connection.inputClosed())
-        default:
-            break
-        }
+        life.channelEvent(event)
         context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        perform(connection.close())
+        life.close()
     }
 
     // MARK: output
@@ -136,7 +117,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
                 context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             }
         }
-        if terminating { perform(connection.close()) }
+        if terminating { life.close() }
     }
 
     /// One write and flush for every answer submitted before the event loop's next turn.
@@ -152,9 +133,7 @@ final class NGHTTP2Responder: ChannelInboundHandler {
     }
 
     private func shutDown() {
-        idleTimer?.cancel()
-        graceTimer?.cancel()
-        pingTimer?.cancel()
+        life.stop()
         for task in running.values { task.cancel() }
         running.removeAll()
         requests.removeAll()
@@ -208,44 +187,31 @@ final class NGHTTP2Responder: ChannelInboundHandler {
 
     func streamOpened(_ id: Int32) {
         requests[id] = NGHTTP2IncomingRequest()
-        perform(connection.streamCreated(HTTP2StreamID(id)))
+        life.streamCreated(HTTP2StreamID(id))
     }
 
     func streamClosed(_ id: Int32) {
         requests[id] = nil
         bodies[id] = nil
         running.removeValue(forKey: id)?.cancel()
-        perform(connection.streamClosed(HTTP2StreamID(id)))
+        life.streamClosed(HTTP2StreamID(id))
     }
 
     func pingAcknowledged(_ data: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
-        perform(connection.pingAcknowledged(HTTP2PingData(withTuple: data)))
+        life.pingAcknowledged(HTTP2PingData(withTuple: data))
     }
 
     /// Answers a request; `body` nil: its body was over the limit, and reading it fails, so its
     /// route answers with its own "too large" error.
     private func dispatch(_ id: Int32, head: HTTPRequest, body: ByteBuffer?) {
         guard let context else { return }
-        if let answer = inline.answer(head) {
+        if let answer = serving.inline.answer(head) {
             submit(id, head: answer.head, body: answer.body, method: head.method)
             return
         }
-        let method = head.method
-        let loop = context.eventLoop
+        let method = head.method, loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
-        if RPCRoute.takes(head) {
-            let rpc = self.rpc, authorization = head.headerFields[.authorization]
-            running[id] = Task {
-                let answer = await rpc.respond(authorization: authorization, body: body)
-                loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
-            }
-            return
-        }
-        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
-        let requestContext = BasicRequestContext(source: .init(channel: context.channel, logger: logger))
-        let responder = self.responder, logger = self.logger
-        running[id] = Task {
-            let answer = await respondCollecting(request, context: requestContext, responder: responder, logger: logger)
+        running[id] = serving.run(head, body: body, channel: context.channel) { answer in
             loop.execute { bound.value.finish(id, head: answer.head, body: answer.body, method: method) }
         }
     }
@@ -291,64 +257,30 @@ final class NGHTTP2Responder: ChannelInboundHandler {
         }
     }
 
-    // MARK: connection life
+    // MARK: connection life (HTTP2ConnectionLifeOwner)
 
-    private static func newPing() -> HTTP2PingData { HTTP2PingData(withInteger: .random(in: .min ... .max)) }
-
-    private func perform(_ action: HTTP2ConnectionStateMachine.Action) {
-        guard let context else { return }
-        switch action {
-        case .none:
-            break
-        case .armIdleTimer:
-            armIdleTimer()
-        case .cancelIdleTimer:
-            idleTimer?.cancel()
-            idleTimer = nil
-        case .beginDrain(let ping):
-            idleTimer?.cancel()
-            do {
-                try session?.submitShutdownNotice()
-                try session?.submitPing(ping.bytes)
-            } catch {
-                logger.debug("HTTP/2 drain not submitted", metadata: ["error": "\(error)"])
-            }
-            scheduleOutput()
-            // A client that does not acknowledge the PING within a few seconds gets its final GOAWAY
-            // anyway; the grace timer bounds the rest.
-            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            pingTimer = context.eventLoop.scheduleTask(in: min(.seconds(5), gracefulCloseTimeout)) {
-                bound.value.perform(bound.value.connection.pingTimerFired())
-            }
-            graceTimer = context.eventLoop.scheduleTask(in: gracefulCloseTimeout) {
-                bound.value.perform(bound.value.connection.close())
-            }
-        case .sendFinalGoAway(let lastStreamID, let close):
-            pingTimer?.cancel()
-            do { try session?.submitGoAway(lastStreamID: Int32(lastStreamID)) } catch {
-                logger.debug("HTTP/2 GOAWAY not submitted", metadata: ["error": "\(error)"])
-            }
-            // Never written at once: a PING's acknowledgement arrives inside the session's own parsing.
-            scheduleOutput()
-            if close { closeOnNextTick(context) }
-        case .close:
-            closeOnNextTick(context)
+    func beginDrain(ping: HTTP2PingData) {
+        do {
+            try session?.submitShutdownNotice()
+            try session?.submitPing(ping.bytes)
+        } catch {
+            logger.debug("HTTP/2 drain not submitted", metadata: ["error": "\(error)"])
         }
+        scheduleOutput()
     }
 
-    private func armIdleTimer() {
-        guard let idleTimeout, let context else { return }
-        idleTimer?.cancel()
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) {
-            bound.value.perform(bound.value.connection.idleTimerFired(ping: Self.newPing()))
+    func sendFinalGoAway(lastStreamID: HTTP2StreamID) {
+        do { try session?.submitGoAway(lastStreamID: Int32(lastStreamID)) } catch {
+            logger.debug("HTTP/2 GOAWAY not submitted", metadata: ["error": "\(error)"])
         }
+        // Never written at once: a PING's acknowledgement arrives inside the session's own parsing.
+        scheduleOutput()
     }
 
     /// Closes after the frames queued so far are written (a stream's last frame may still be queued
     /// when it closes).
-    private func closeOnNextTick(_ context: ChannelHandlerContext) {
-        idleTimer?.cancel()
+    func closeAfterPendingWrites() {
+        guard let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.execute {
             let handler = bound.value

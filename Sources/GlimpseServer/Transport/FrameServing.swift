@@ -1,0 +1,22 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+extension GlimpseHTTPChannel.FrameServing {
+    /// Starts the task that answers a request the responder does not answer in place: `POST /rpc`
+    /// through `RPCRoute`, every other route through the router. `body` nil: it was over the limit
+    /// (reading it fails, so the route answers with its own "too large" error). `done` gets the
+    /// answer on the task; the responder carries it to its event loop.
+    func run(_ head: HTTPRequest, body: ByteBuffer?, channel: any Channel,
+             done: @escaping @Sendable (CollectedResponse) -> Void) -> Task<Void, Never> {
+        if RPCRoute.takes(head) {
+            let rpc = self.rpc, authorization = head.headerFields[.authorization]
+            return Task { done(await rpc.respond(authorization: authorization, body: body)) }
+        }
+        let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
+        let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
+        let responder = self.responder, logger = self.logger
+        return Task { done(await respondCollecting(request, context: context, responder: responder, logger: logger)) }
+    }
+}
