@@ -104,8 +104,10 @@ enum NormalizerTables {
     private static let cache = Mutex<[Key: (table32: [Float], table16: [UInt16])]>([:])
 
     static func tables(for spec: Preprocessing) -> (table32: [Float], table16: [UInt16]) {
-        let key = Key(channels: spec.channels, scale: spec.scale, mean: Array(spec.mean.prefix(spec.channels)),
-                      std: Array(spec.std.prefix(spec.channels)), invert: spec.invert, half: spec.dtype == .float16)
+        let c = spec.channels
+        // Specs normally carry exactly `c` values: then the arrays are shared, not copied.
+        let key = Key(channels: c, scale: spec.scale, mean: spec.mean.count == c ? spec.mean : Array(spec.mean.prefix(c)),
+                      std: spec.std.count == c ? spec.std : Array(spec.std.prefix(c)), invert: spec.invert, half: spec.dtype == .float16)
         if let hit = cache.withLock({ $0[key] }) { return hit }
         let built = build(key)
         cache.withLock { c in

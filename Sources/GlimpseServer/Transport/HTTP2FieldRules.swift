@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Field rules both HTTP/2 transports apply.
 enum HTTP2FieldRules {
     /// Connection-specific fields, which HTTP/2 forbids (RFC 9113 §8.2.2): dropped from responses,
@@ -10,5 +12,26 @@ enum HTTP2FieldRules {
         case 17: return name == "transfer-encoding"
         default: return false
         }
+    }
+
+    /// A response's header fields as HTTP/2 sends them, after `:status`: the route's, less the
+    /// connection-specific ones, then what `HTTPResponse.completed` adds when the route set none
+    /// (`content-length`, `date`, `server`), without building a second `HTTPFields`.
+    static func forEachResponseField(_ head: HTTPResponse, bodyBytes: Int, _ body: (String, String) -> Void) {
+        var hasLength = false, hasDate = false, hasServer = false
+        for field in head.headerFields {
+            let name = field.name.canonicalName
+            if isConnectionSpecific(name) { continue }
+            switch field.name {
+            case .contentLength: hasLength = true
+            case .date: hasDate = true
+            case .server: hasServer = true
+            default: break
+            }
+            body(name, field.value)
+        }
+        if !hasLength { body("content-length", String(bodyBytes)) }
+        if !hasDate { body("date", HTTPDate.now) }
+        if !hasServer { body("server", "glimpse") }
     }
 }

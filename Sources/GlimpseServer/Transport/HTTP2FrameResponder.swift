@@ -119,26 +119,10 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
 
     private func write(_ head: HTTPResponse, body: ByteBuffer, to id: HTTP2StreamID, method: HTTPRequest.Method,
                        context: ChannelHandlerContext) {
-        // The route's fields, then what `HTTPResponse.completed` would add, without building a second
-        // `HTTPFields`.
         var headers = HPACKHeaders()
         headers.reserveCapacity(head.headerFields.count + 4)
         headers.add(name: ":status", value: String(head.status.code))
-        var hasLength = false, hasDate = false, hasServer = false
-        for field in head.headerFields {
-            let name = field.name.canonicalName
-            if HTTP2FieldRules.isConnectionSpecific(name) { continue }
-            switch field.name {
-            case .contentLength: hasLength = true
-            case .date: hasDate = true
-            case .server: hasServer = true
-            default: break
-            }
-            headers.add(name: name, value: field.value)
-        }
-        if !hasLength { headers.add(name: "content-length", value: String(body.readableBytes)) }
-        if !hasDate { headers.add(name: "date", value: HTTPDate.now) }
-        if !hasServer { headers.add(name: "server", value: "glimpse") }
+        HTTP2FieldRules.forEachResponseField(head, bodyBytes: body.readableBytes) { headers.add(name: $0, value: $1) }
         let empty = body.readableBytes == 0 || method == .head
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: empty)))), promise: nil)
         if !empty {

@@ -228,9 +228,7 @@ final class NGHTTP2Responder: ChannelInboundHandler, HTTP2ConnectionLifeOwner {
         let hasBody = body.readableBytes > 0 && method != .head
         if hasBody { bodies[id] = body }
         do {
-            try session.submitResponse(stream: id, status: head.status.code,
-                                       fields: head.completed(bodyBytes: body.readableBytes).headerFields,
-                                       skipping: HTTP2FieldRules.isConnectionSpecific, body: hasBody ? Self.readBody : nil)
+            try session.submitResponse(stream: id, head: head, bodyBytes: body.readableBytes, body: hasBody ? Self.readBody : nil)
         } catch {
             bodies[id] = nil
             logger.debug("HTTP/2 response not submitted", metadata: ["stream": "\(id)", "error": "\(error)"])

@@ -108,15 +108,14 @@ final class NGHTTP2Session {
     /// Whether frames are queued.
     var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 
-    /// Queues a response: `status`, then `fields` (lowercase names), then a body read through `body`
-    /// when there is one.
-    func submitResponse(stream: Int32, status: Int, fields: HTTPFields, skipping skipped: (String) -> Bool,
-                        body: nghttp2_data_source_read_callback?) throws {
+    /// Queues a response: `:status`, the fields HTTP/2 sends for `head` (`HTTP2FieldRules`), then a
+    /// body of `bodyBytes` read through `body` when there is one.
+    func submitResponse(stream: Int32, head: HTTPResponse, bodyBytes: Int, body: nghttp2_data_source_read_callback?) throws {
         // Names and values side by side in one buffer; nghttp2 copies them.
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         var lengths: [(name: Int, value: Int)] = []
-        lengths.reserveCapacity(fields.count + 1)
+        lengths.reserveCapacity(head.headerFields.count + 4)
         func add(_ name: String, _ value: String) {
             let start = bytes.count
             bytes.append(contentsOf: name.utf8)
@@ -124,10 +123,8 @@ final class NGHTTP2Session {
             bytes.append(contentsOf: value.utf8)
             lengths.append((nameLength, bytes.count - start - nameLength))
         }
-        add(":status", String(status))
-        for field in fields where !skipped(field.name.canonicalName) {
-            add(field.name.canonicalName, field.value)
-        }
+        add(":status", String(head.status.code))
+        HTTP2FieldRules.forEachResponseField(head, bodyBytes: bodyBytes, add)
         let result = bytes.withUnsafeMutableBufferPointer { raw -> Int32 in
             guard let base = raw.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
             var offset = 0
