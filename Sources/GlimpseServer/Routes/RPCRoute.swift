@@ -3,8 +3,8 @@ import HTTPTypes
 import NIOCore
 
 /// `POST /rpc`, JSON-RPC 2.0: the API key check, the body limit and the dispatcher's reply, in one
-/// place. The router serves it (`Routes.add`); both responders (`HTTP2FrameResponder`,
-/// `HTTP1Responder`) call it directly for a request to exactly `/rpc`, skipping the router's request,
+/// place. The router serves it (`Routes.add`); the responders (`HTTP2FrameResponder`, `NGHTTP2Responder`,
+/// `HTTP1Responder`, through `FrameServing.run`) call it directly for a request to exactly `/rpc`, skipping the router's request,
 /// context, response and body-writer types, which cost about a tenth of a small call's CPU outside
 /// the engine.
 struct RPCRoute: Sendable {

@@ -11,16 +11,12 @@ enum Routes {
         let maxBody = configuration.maxBodyBytes
         let rpc = RPCRoute(configuration: configuration, dispatcher: dispatcher)
 
-        /// nil when the caller may go on; otherwise the 401 to send.
-        @Sendable func authenticate(_ request: Request, rest: Bool = false) -> (context: RPCContext, refusal: Response?) {
-            switch rpc.authenticate(authorization: request.headers[.authorization]) {
-            case .success(let context): return (context, nil)
-            case .failure(let e):
-                let body: JSONValue = rest ? .object(["error": e.json]) : .object(["jsonrpc": "2.0", "id": .null, "error": e.json])
-                var response = json(body, status: .unauthorized)
-                response.headers[.wwwAuthenticate] = RPCRoute.bearerChallenge
-                return (RPCContext(isAdmin: false), response)
-            }
+        /// The REST routes' 401 (`{"error": …}`), or nil when the caller may go on.
+        @Sendable func restRefusal(_ request: Request) -> Response? {
+            guard case .failure(let e) = rpc.authenticate(authorization: request.headers[.authorization]) else { return nil }
+            var response = json(.object(["error": e.json]), status: .unauthorized)
+            response.headers[.wwwAuthenticate] = RPCRoute.bearerChallenge
+            return response
         }
 
         // The responders answer `POST /rpc` through `rpc` directly; this serves the other transports
@@ -33,7 +29,7 @@ enum Routes {
         }
 
         router.post("/v1/classify") { request, _ -> Response in
-            if let refusal = authenticate(request, rest: true).refusal { return refusal }
+            if let refusal = restRefusal(request) { return refusal }
             guard let body = await collectBody(request, limit: maxBody) else {
                 return restError(tooLarge(maxBody), status: .contentTooLarge)
             }
@@ -52,9 +48,9 @@ enum Routes {
         }
 
         OpenInferenceRoutes.add(to: router, maxBody: maxBody, service: service, dispatcher: dispatcher, state: state) { request in
-            guard authenticate(request, rest: true).refusal != nil else { return nil }
-            var response = OpenInferenceRoutes.error(.unauthorized("send a valid API key as \"Authorization: Bearer <key>\""), status: .unauthorized)
-            response.headers[.wwwAuthenticate] = #"Bearer realm="glimpse""#
+            guard case .failure(let e) = rpc.authenticate(authorization: request.headers[.authorization]) else { return nil }
+            var response = OpenInferenceRoutes.error(e, status: .unauthorized)
+            response.headers[.wwwAuthenticate] = RPCRoute.bearerChallenge
             return response
         }
         addOperational(to: router, service: service, state: state, metricsText: metricsText)
