@@ -78,6 +78,39 @@ public struct JSONLexer {
         throw error("unterminated string")
     }
 
+    /// The bytes of the string starting at the current `"` when it has no escape, the index then
+    /// past its closing quote; nil (and the index somewhere inside) when it has an escape, a control
+    /// character or no end. For callers that read a known shape and hand anything else to the full
+    /// parser: no `String` is made.
+    public mutating func plainString() -> Range<Int>? {
+        index += 1
+        let start = index
+        if let base = bytes.baseAddress {
+            while index + 8 <= bytes.count,
+                  !Self.hasSpecialByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let c = bytes[index]
+            if c == UInt8(ascii: "\"") {
+                index += 1
+                return start..<(index - 1)
+            }
+            if c == UInt8(ascii: "\\") || c < 0x20 { return nil }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Whether the bytes in `range` are exactly `text`.
+    public func bytes(_ range: Range<Int>, equal text: StaticString) -> Bool {
+        guard range.count == text.utf8CodeUnitCount else { return false }
+        let p = text.utf8Start
+        for i in 0..<range.count where bytes[range.lowerBound + i] != p[i] { return false }
+        return true
+    }
+
     /// Whether any byte of `w` is `"`, `\\` or below 0x20, by word arithmetic: a byte of `v` is zero
     /// exactly when `(v - 0x01…01) & ~v & 0x80…80` is nonzero, and below 0x20 exactly when
     /// `(w - 0x20…20) & ~w & 0x80…80` is (no false positives for either question).

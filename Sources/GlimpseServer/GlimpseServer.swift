@@ -78,7 +78,8 @@ public enum GlimpseServer {
         let table = GlimpseMethods.table(service: service, modelDirectory: configuration.modelDirectory)
         let known = Set(table.keys).union(["v2.infer"])
         return RPCDispatcher(methods: table, adminMethods: GlimpseMethods.adminMethods,
-                             maxBatchLength: configuration.maxBatchLength, logger: logger) { call in
+                             maxBatchLength: configuration.maxBatchLength, logger: logger,
+                             classify: ClassifyFastPath(service: service)) { call in
             RPCMetrics.record(call, known: known, registry: service.registry, into: service.metrics)
         }
     }

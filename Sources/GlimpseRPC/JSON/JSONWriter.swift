@@ -14,18 +14,7 @@ extension JSONValue {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .int(let i): JSONValue.writeInt(i, into: &out)
-        case .double(let d):
-            if d.isFinite {
-                if d.rounded() == d && abs(d) < 1e15 {
-                    JSONValue.writeInt(Int(d), into: &out)
-                } else if let k = JSONValue.thousandths(d) {
-                    JSONValue.writeThousandths(k, into: &out)
-                } else {
-                    out.append(contentsOf: "\(d)".utf8)
-                }
-            } else {
-                out.append(contentsOf: "null".utf8)
-            }
+        case .double(let d): JSONValue.writeDouble(d, into: &out)
         case .string(let s): JSONValue.writeString(s, into: &out)
         case .array(let a):
             out.append(UInt8(ascii: "["))
@@ -44,6 +33,22 @@ extension JSONValue {
                 member.value.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A double as `JSONValue.double` writes it: an integral value below 10^15 as an integer, else
+    /// its shortest round-trip form; null when it is not finite.
+    static func writeDouble(_ d: Double, into out: inout [UInt8]) {
+        guard d.isFinite else {
+            out.append(contentsOf: "null".utf8)
+            return
+        }
+        if d.rounded() == d && abs(d) < 1e15 {
+            writeInt(Int(d), into: &out)
+        } else if let k = thousandths(d) {
+            writeThousandths(k, into: &out)
+        } else {
+            out.append(contentsOf: "\(d)".utf8)
         }
     }
 

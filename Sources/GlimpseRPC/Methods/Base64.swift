@@ -26,13 +26,16 @@ package enum Base64 {
 
     package static func decode(_ text: String, field: String) throws -> [UInt8] {
         var text = text
-        return try text.withUTF8 { utf8 in
-            var start = 0
-            if utf8.starts(with: "data:".utf8), let comma = utf8.firstIndex(of: UInt8(ascii: ",")) {
-                start = comma + 1
-            }
-            return try decode(UnsafeBufferPointer(rebasing: utf8[start...]), offset: start, field: field)
+        return try text.withUTF8 { try decode(utf8: $0, field: field) }
+    }
+
+    /// The same, from the field's UTF-8 text.
+    package static func decode(utf8: UnsafeBufferPointer<UInt8>, field: String) throws -> [UInt8] {
+        var start = 0
+        if utf8.starts(with: "data:".utf8), let comma = utf8.firstIndex(of: UInt8(ascii: ",")) {
+            start = comma + 1
         }
+        return try decode(UnsafeBufferPointer(rebasing: utf8[start...]), offset: start, field: field)
     }
 
     /// Decodes `input`, which starts `offset` bytes into the field's text (for error messages).

@@ -56,6 +56,14 @@ public struct ClassifyParams: Sendable {
         request.pixelShape = pixelShape
     }
 
+    /// One decoded image and options already checked (`ClassifyCall`, which checks them as `Options` does).
+    init(image: [UInt8], model: String, topK: Int, crop: CropMode?, deadlineMs: Double?, minAccuracy: Double?,
+         clientID: String?) {
+        request = ClassifyRequest(images: [image], model: model, topK: topK, crop: crop, deadlineMs: deadlineMs,
+                                  minAccuracy: minAccuracy, clientID: clientID)
+        single = true
+    }
+
     private init(_ o: Options, images: [[UInt8]], single: Bool) {
         request = ClassifyRequest(images: images, model: o.model, topK: o.topK, crop: o.crop, deadlineMs: o.deadlineMs,
                                   minAccuracy: o.minAccuracy, clientID: o.clientID)

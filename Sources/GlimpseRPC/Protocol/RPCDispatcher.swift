@@ -27,12 +27,16 @@ public struct RPCCallOutcome: Sendable {
     /// The result, when the call succeeded.
     public var result: JSONValue?
     public var error: RPCError?
+    /// The family and variant that served a `classify` answered without a `JSONValue` result.
+    public var served: (model: String, variant: String)?
 
-    public init(method: String, params: JSONValue? = nil, result: JSONValue? = nil, error: RPCError? = nil) {
+    public init(method: String, params: JSONValue? = nil, result: JSONValue? = nil, error: RPCError? = nil,
+                served: (model: String, variant: String)? = nil) {
         self.method = method
         self.params = params
         self.result = result
         self.error = error
+        self.served = served
     }
 }
 
@@ -47,20 +51,30 @@ public final class RPCDispatcher: Sendable {
     public let maxBatchLength: Int
     let logger: Logger
     let onCall: @Sendable (RPCCallOutcome) -> Void
+    /// Runs single-image `classify` calls read straight from the body (`ClassifyCall`); nil when
+    /// `classify` is not a method here or is an admin one.
+    let classify: ClassifyFastPath?
 
     /// `onCall` hears of every call, its outcome included, whichever front door it came through.
+    /// With `classify`, a single-image `classify` call in the usual shape skips the `JSONValue`
+    /// tree (see `ClassifyCall`); its reply and outcome are those the `classify` method would give.
     public init(methods: [String: Handler], adminMethods: Set<String> = [], maxBatchLength: Int = 256,
-                logger: Logger = Logger(label: "glimpse.rpc"), onCall: @escaping @Sendable (RPCCallOutcome) -> Void = { _ in }) {
+                logger: Logger = Logger(label: "glimpse.rpc"), classify: ClassifyFastPath? = nil,
+                onCall: @escaping @Sendable (RPCCallOutcome) -> Void = { _ in }) {
         self.methods = methods
         self.adminMethods = adminMethods
         self.maxBatchLength = maxBatchLength
         self.logger = logger
         self.onCall = onCall
+        self.classify = methods["classify"] != nil && !adminMethods.contains("classify") ? classify : nil
     }
 
     public var methodNames: [String] { methods.keys.sorted() }
 
     public func handle(body: [UInt8], context: RPCContext = .init()) async -> RPCHTTPResponse {
+        if let classify, let call = body.withUnsafeBufferPointer({ ClassifyCall.parse($0, limits: classify.limits) }) {
+            return await run(call, classify)
+        }
         let document: JSONValue
         do {
             document = try JSONValue.parse(body)
@@ -90,13 +104,42 @@ public final class RPCDispatcher: Sendable {
         default:
             let (reply, error) = await handleCall(document, context: context)
             guard let reply else { return RPCHTTPResponse(body: [], status: 204, retryAfterSeconds: nil) }
-            if let error, error.code == RPCError.overloadedCode {
-                let ms = error.data?["retry_after_ms"]?.intValue ?? 1000
-                return RPCHTTPResponse(body: reply.serialized(), status: 503, retryAfterSeconds: max(1, (ms + 999) / 1000))
-            }
-            return respond(reply)
+            return respond(reply, error: error)
         }
     }
+
+    /// The reply to a single call: 503 with `Retry-After` when it was refused for overload.
+    func respond(_ reply: JSONValue, error: RPCError?) -> RPCHTTPResponse {
+        if let error, error.code == RPCError.overloadedCode {
+            let ms = error.data?["retry_after_ms"]?.intValue ?? 1000
+            return RPCHTTPResponse(body: reply.serialized(), status: 503, retryAfterSeconds: max(1, (ms + 999) / 1000))
+        }
+        return respond(reply)
+    }
+
+    /// A `ClassifyCall`, answered as `handleCall` answers `classify`; the result is written straight
+    /// from the `ClassifyResult`.
+    func run(_ call: ClassifyCall, _ classify: ClassifyFastPath) async -> RPCHTTPResponse {
+        do {
+            let results = try await classify.run(call.params.request)
+            guard let r = results.first else { throw MissingResult() }
+            onCall(RPCCallOutcome(method: "classify", served: (r.model, r.variant)))
+            var out: [UInt8] = []
+            out.reserveCapacity(320 + 64 * r.predictions.count)
+            out.append(contentsOf: #"{"id":"#.utf8)
+            call.id.write(into: &out)
+            out.append(contentsOf: #","jsonrpc":"2.0","result":"#.utf8)
+            GlimpseMethods.write(r, into: &out)
+            out.append(UInt8(ascii: "}"))
+            return RPCHTTPResponse(body: out, status: 200, retryAfterSeconds: nil)
+        } catch {
+            let e = failed(method: "classify", params: call.requestedModel.map { .object(["model": .string($0)]) }, error)
+            return respond(errorResponse(id: call.id, e), error: e)
+        }
+    }
+
+    /// The service answered a one-image call with no result.
+    struct MissingResult: Error {}
 
     func respond(_ value: JSONValue) -> RPCHTTPResponse {
         RPCHTTPResponse(body: value.serialized(), status: 200, retryAfterSeconds: nil)
@@ -178,13 +221,18 @@ public final class RPCDispatcher: Sendable {
             onCall(RPCCallOutcome(method: method, params: params, result: result))
             return .success(result)
         } catch {
-            let (e, isInternal) = RPCError.from(error)
-            if isInternal {
-                logger.error("internal error in \(method): \(String(describing: error))")
-            }
-            onCall(RPCCallOutcome(method: method, params: params, error: e))
-            return .failure(e)
+            return .failure(failed(method: method, params: params, error))
         }
+    }
+
+    /// A method's error as JSON-RPC (internal ones logged, -32603 to the client), its outcome reported.
+    func failed(method: String, params: JSONValue?, _ error: any Error) -> RPCError {
+        let (e, isInternal) = RPCError.from(error)
+        if isInternal {
+            logger.error("internal error in \(method): \(String(describing: error))")
+        }
+        onCall(RPCCallOutcome(method: method, params: params, error: e))
+        return e
     }
 
     /// Reports a request refused before it reached any method (e.g. without a valid API key).

@@ -19,6 +19,7 @@ enum RPCMetrics {
 
     /// The family and variant that served a classify call, else what it asked for when that is loaded.
     static func labels(_ call: RPCCallOutcome, registry: ModelRegistry) -> (model: String, variant: String) {
+        if let served = call.served { return served }
         var served = call.result
         if case .array(let items)? = served { served = items.first }
         if let family = served?["model"]?.stringValue, let variant = served?["variant"]?.stringValue {
