@@ -191,7 +191,7 @@ let package = Package(
         .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseONNX", "GlimpseTensor", "GlimpseTestSupport", metricsTestKit], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseONNX", "GlimpseQuantize", "GlimpseTensor", "GlimpseTestSupport", hummingbird, logging], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTrainingTests", dependencies: ["GlimpseTraining", "GlimpseTestSupport"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseImage", "GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),
         .testTarget(
             name: "GlimpseServerTests",
             dependencies: [
