@@ -50,6 +50,7 @@ rpc_seeds() {
     seed rpc-classify-images.json "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"classify\",\"params\":{\"images\":[\"$digit\",\"data:image/png;base64,$digit\"],\"crop\":\"fit\",\"deadline_ms\":1000}}"
     seed rpc-batch.json "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"models.list\"},{\"jsonrpc\":\"2.0\",\"method\":\"health\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server.stats\",\"params\":{}}]"
     seed rpc-notification.json '{"jsonrpc":"2.0","method":"health"}'
+    seed rpc-classify-options.json "{\"params\":{\"client_id\":\"c\",\"model\":null,\"image\":\"$digit\",\"min_accuracy\":0.5,\"deadline_ms\":250,\"crop\":\"fill\",\"top_k\":null},\"method\":\"classify\",\"id\":\"x\",\"jsonrpc\":\"2.0\"}"
     seed rpc-unload.json '{"jsonrpc":"2.0","id":3,"method":"models.unload","params":{"model":"mnist-8"}}'
     seed rpc-bad.json '{"jsonrpc":"2.0","id":null,"method":"classify","params":{"image":"!!","top_k":-1,"crop":"zoom"}}'
     seed rpc-escapes.json '{"jsonrpc":"2.0","id":1.5e3,"method":"cl\u0061ssify","params":["\ud83d\ude00",true,false,null,-0.0]}'

@@ -5,7 +5,8 @@ import GlimpseRPC
 import GlimpseServing
 
 /// One service with mnist-8 loaded (from `$GLIMPSE_SHARED/models`, else `../shared/models`), built once
-/// per process, and the dispatcher the server builds over the same method table.
+/// per process, and the dispatcher the server builds over the same method table, with the same
+/// `classify` fast path.
 private let dispatcher: RPCDispatcher = {
     let shared = ProcessInfo.processInfo.environment["GLIMPSE_SHARED"] ?? "../shared"
     let folder = NSTemporaryDirectory() + "glimpse-fuzz-rpc-\(getpid())"
@@ -19,7 +20,8 @@ private let dispatcher: RPCDispatcher = {
                                                             batching: .init(maxQueueDelayNanos: 0),
                                                             imageLimits: .init(maxEncodedBytes: 1 << 20, maxPixels: 4_000_000)))
         _ = try service.registry.load(named: "mnist-8", directory: folder)
-        return RPCDispatcher(methods: GlimpseMethods.table(service: service), adminMethods: GlimpseMethods.adminMethods)
+        return RPCDispatcher(methods: GlimpseMethods.table(service: service), adminMethods: GlimpseMethods.adminMethods,
+                             classify: ClassifyFastPath(service: service))
     } catch {
         fatalError("cannot load mnist-8 from \(shared)/models: \(error)")
     }
