@@ -94,7 +94,7 @@ let package = Package(
         .target(name: "GlimpseKernels", dependencies: ["CGlimpseSIMD"], swiftSettings: computeSettings),
         .target(name: "GlimpseEngine", dependencies: ["GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseONNX", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor"], swiftSettings: computeSettings),
-        .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "GlimpseTensor"], swiftSettings: computeSettings),
+        .target(name: "GlimpseImage", dependencies: ["CTurboJPEG", "CSPNG", "CZlib", "GlimpseTensor"], swiftSettings: computeSettings),
         // Training a classifier head on extracted features (softmax regression, L-BFGS): `glimpse train`.
         .target(name: "GlimpseTraining", dependencies: ["GlimpseTensor"], swiftSettings: computeSettings),
         .target(name: "GlimpseQuantize", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage"], swiftSettings: computeSettings),

@@ -6,4 +6,9 @@
 static inline int glimpse_inflate_init_auto(z_streamp stream) {
     return inflateInit2(stream, 15 + 32);
 }
+
+/// inflateInit is a macro: a zlib stream (the format of PNG image data).
+static inline int glimpse_inflate_init_zlib(z_streamp stream) {
+    return inflateInit(stream);
+}
 #endif

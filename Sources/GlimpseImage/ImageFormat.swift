@@ -72,8 +72,8 @@ func scientific(_ value: Double) -> String {
 
 extension ImagePipeline {
     /// The pixel count the image's header declares (PNG IHDR; JPEG SOF0, SOF1 or SOF2), read without
-    /// decoding anything; nil when the header is not found. A cheap bound on what decoding would
-    /// cost, for callers that choose where to decode.
+    /// decoding anything; nil when the header is not found; `Int.max` when it passes `Int`. A cheap
+    /// bound on what decoding would cost, for callers that choose where to decode.
     public static func declaredPixels(_ data: UnsafeRawBufferPointer) -> Int? {
         func be(_ offset: Int, _ count: Int, in bytes: UnsafeRawBufferPointer) -> Int {
             (0..<count).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
@@ -82,7 +82,9 @@ extension ImagePipeline {
         case .png:
             guard data.count >= 24, data[12] == UInt8(ascii: "I"), data[13] == UInt8(ascii: "H"),
                   data[14] == UInt8(ascii: "D"), data[15] == UInt8(ascii: "R") else { return nil }
-            return be(16, 4, in: data) * be(20, 4, in: data)
+            // Each side is 32 bits: their product can pass Int's range (then it is simply too many).
+            let (pixels, overflow) = be(16, 4, in: data).multipliedReportingOverflow(by: be(20, 4, in: data))
+            return overflow ? .max : pixels
         case .jpeg:
             for marker: UInt8 in [0xC0, 0xC1, 0xC2] {
                 if let sof = JPEGSegments.firstPayload(in: data, marker: marker, startingWith: []), sof.count >= 5 {

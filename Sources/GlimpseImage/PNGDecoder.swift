@@ -10,6 +10,9 @@ struct PNGDecoder {
     /// stores it (1 or 3 bytes a pixel, a row copy) and widened here, rather than widened pixel by
     /// pixel inside libspng. nil: libspng writes RGBA.
     private let packed: Packed?
+    /// The file's bytes (which outlive the decoder) and whether it is interlaced, for `PNGRows`.
+    private let data: UnsafeRawBufferPointer
+    private let interlaced: Bool
 
     enum Packed {
         case gray8, rgb8
@@ -23,7 +26,9 @@ struct PNGDecoder {
     init(_ data: UnsafeRawBufferPointer, limits: ImageLimits, packing: Bool = true) throws {
         do {
             spng = try SPNGDecoder(data)
+            self.data = data
             let h = try spng.ihdr()
+            interlaced = h.interlace_method != 0
             width = Int(h.width)
             height = Int(h.height)
             hasAlpha = h.color_type == 4 || h.color_type == 6 || spng.hasTRNS
@@ -61,7 +66,10 @@ struct PNGDecoder {
         let n = width * height, k = packed.bytesPerPixel
         try withUnsafeTemporaryAllocation(byteCount: n * k, alignment: 16) { scratch in
             guard let src = scratch.baseAddress else { return }
-            try spng.decode(format: packed == .gray8 ? SPNG_FMT_G8 : SPNG_FMT_RGB8, into: src, byteCount: n * k)
+            let s8 = src.assumingMemoryBound(to: UInt8.self)
+            if !(interlaced == false && PNGRows.decode(data, width: width, height: height, channels: k, into: s8)) {
+                try spng.decode(format: packed == .gray8 ? SPNG_FMT_G8 : SPNG_FMT_RGB8, into: src, byteCount: n * k)
+            }
             let s = src.assumingMemoryBound(to: UInt8.self)
             let words = UnsafeMutableRawPointer(buffer.base).bindMemory(to: UInt32.self, capacity: n)
             if packed == .gray8 {

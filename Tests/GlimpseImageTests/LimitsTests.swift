@@ -95,5 +95,16 @@ final class LimitsTests: XCTestCase {
         XCTAssertNil(pixels(Data("GIF89a....".utf8)))
         XCTAssertNil(pixels(Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0])), "a PNG cut before its IHDR")
         XCTAssertNil(pixels(Data([0xFF, 0xD8, 0xFF, 0xDA, 0, 2])), "a JPEG whose scan starts before any SOF")
+        // 32-bit sides whose product passes Int (found by fuzz-rpc: it trapped the server).
+        var huge = PNGWriter.encode(width: 1, height: 1, color: .gray, pixels: [0])
+        huge.replaceSubrange(16..<24, with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        XCTAssertEqual(pixels(huge), .max)
+        var large = huge
+        large.replaceSubrange(16..<24, with: [0x80, 0, 0, 0, 0, 0, 0, 0x02])
+        XCTAssertEqual(pixels(large), 1 << 32, "2^31 × 2 fits")
+        let spec = Preprocessing(width: 28, height: 28)
+        try withUnsafeTemporaryAllocation(byteCount: spec.byteCount, alignment: 64) { slot in
+            XCTAssertThrowsError(try huge.withUnsafeBytes { try ImagePipeline.preprocess($0, spec: spec, into: slot.baseAddress!) })
+        }
     }
 }

@@ -41,6 +41,64 @@ final class PNGPackedTests: XCTestCase {
         }
     }
 
+    /// Decodes with `PNGRows` alone: nil when it leaves the file to libspng.
+    private func rows(_ data: Data, width: Int, height: Int, channels: Int) -> [UInt8]? {
+        data.withUnsafeBytes { raw in
+            var out = [UInt8](repeating: 0, count: width * height * channels)
+            let read = out.withUnsafeMutableBufferPointer { PNGRows.decode(raw, width: width, height: height, channels: channels, into: $0.baseAddress!) }
+            return read ? out : nil
+        }
+    }
+
+    func testEveryFilterAndSplitImageDataAreReadInOneCall() throws {
+        var rng = SystemRandomNumberGenerator()
+        for (w, h) in [(1, 1), (28, 28), (37, 11), (85, 6), (256, 5)] {
+            for color in [PNGWriter.Color.gray, .rgb] where w * (color == .gray ? 1 : 3) <= PNGRows.maxRowBytes {
+                let channels = color == .gray ? 1 : 3
+                let pixels = (0..<(w * h * channels)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                for idat in [nil, 7, 1] as [Int?] {
+                    let png = PNGWriter.encode(width: w, height: h, color: color, pixels: pixels, filtered: true, idatBytes: idat)
+                    XCTAssertEqual(rows(png, width: w, height: h, channels: channels), pixels, "\(color) \(w)x\(h), IDAT of \(idat ?? 0)")
+                    let (packed, rgba) = try bothPaths(png)
+                    XCTAssertEqual(packed, rgba, "\(color) \(w)x\(h), IDAT of \(idat ?? 0)")
+                }
+            }
+        }
+    }
+
+    func testTheSharedDigitsAreReadInOneCall() throws {
+        for name in ["digits/torchserve_3.png", "digits/winml_8.png"] {
+            let data = try SharedData.data("images/" + name)
+            let decoded = try data.withUnsafeBytes { try PNGDecoder($0, limits: .init(), packing: false).decode() }
+            let read = try XCTUnwrap(rows(data, width: decoded.width, height: decoded.height, channels: 1), name)
+            let expect = (0..<(decoded.width * decoded.height)).map { decoded.base[4 * $0] }
+            XCTAssertEqual(read, expect, name)
+        }
+    }
+
+    /// What is not in the plain shape is left to libspng, which still decodes it (or refuses it).
+    func testOtherShapesAreLeftToLibspng() throws {
+        let pixels = (0..<(28 * 28)).map { UInt8($0 % 251) }
+        let png = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: pixels, filtered: true)
+        XCTAssertNotNil(rows(png, width: 28, height: 28, channels: 1))
+        var trailing = png
+        trailing.append(contentsOf: [0, 0, 0, 0])
+        var badCRC = png
+        badCRC[badCRC.count - 13] ^= 0x01   // the last IDAT's CRC
+        let after = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: pixels,
+                                     exif: PNGWriter.exifOrientation(1), exifAfterData: true)
+        let wide = PNGWriter.encode(width: 86, height: 2, color: .rgb, pixels: [UInt8](repeating: 9, count: 86 * 2 * 3))
+        for (name, data, w, h, c) in [("bytes after IEND", trailing, 28, 28, 1), ("a bad CRC", badCRC, 28, 28, 1),
+                                      ("a chunk after the image data", after, 28, 28, 1), ("a wide row", wide, 86, 2, 3)] {
+            XCTAssertNil(rows(data, width: w, height: h, channels: c), name)
+        }
+        // libspng's own verdict, whichever it is (it does not check the last IDAT's CRC here).
+        for data in [trailing, badCRC, after, wide] {
+            let (packed, rgba) = try bothPaths(data)
+            XCTAssertEqual(packed, rgba)
+        }
+    }
+
     func testTruncatedGrayPNGIsStillACorruptImage() throws {
         let data = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: [UInt8](repeating: 7, count: 784))
         let cut = data.prefix(data.count - 30)

@@ -5,21 +5,44 @@ import Foundation
 enum PNGWriter {
     enum Color: UInt8 { case gray = 0, rgb = 2, rgba = 6 }
 
+    /// `filtered`: row y uses filter type y % 5 (None, Sub, Up, Average, Paeth) instead of None.
+    /// `idatBytes`: the image data split over IDAT chunks of at most that many bytes.
     static func encode(width: Int, height: Int, color: Color, pixels: [UInt8], exif: [UInt8]? = nil,
-                       exifAfterData: Bool = false) -> Data {
+                       exifAfterData: Bool = false, filtered: Bool = false, idatBytes: Int? = nil) -> Data {
         let channels = color == .gray ? 1 : color == .rgb ? 3 : 4
         precondition(pixels.count == width * height * channels)
+        let rowBytes = width * channels
         var raw = [UInt8]()
         for y in 0..<height {
-            raw.append(0)  // filter: none
-            raw.append(contentsOf: pixels[(y * width * channels)..<((y + 1) * width * channels)])
+            let row = Array(pixels[(y * rowBytes)..<((y + 1) * rowBytes)])
+            let up = y > 0 ? Array(pixels[((y - 1) * rowBytes)..<(y * rowBytes)]) : [UInt8](repeating: 0, count: rowBytes)
+            let type = filtered ? y % 5 : 0
+            raw.append(UInt8(type))
+            for x in 0..<rowBytes {
+                let a = x >= channels ? Int(row[x - channels]) : 0, b = Int(up[x]), c = x >= channels ? Int(up[x - channels]) : 0
+                let predictor: Int
+                switch type {
+                case 1: predictor = a
+                case 2: predictor = b
+                case 3: predictor = (a + b) / 2
+                case 4:
+                    let p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c)
+                    predictor = pa <= pb && pa <= pc ? a : (pb <= pc ? b : c)
+                default: predictor = 0
+                }
+                raw.append(row[x] &- UInt8(predictor & 0xFF))
+            }
         }
         var out = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         var ihdr = be32(UInt32(width)) + be32(UInt32(height))
         ihdr += [8, color.rawValue, 0, 0, 0]
         out += chunk("IHDR", ihdr)
         if let exif, !exifAfterData { out += chunk("eXIf", exif) }
-        out += chunk("IDAT", zlibStored(raw))
+        let stream = zlibStored(raw)
+        let step = idatBytes ?? stream.count
+        for start in stride(from: 0, to: stream.count, by: step) {
+            out += chunk("IDAT", Array(stream[start..<min(start + step, stream.count)]))
+        }
         if let exif, exifAfterData { out += chunk("eXIf", exif) }
         out += chunk("IEND", [])
         return out
