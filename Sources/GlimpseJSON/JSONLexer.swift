@@ -39,24 +39,16 @@ public struct JSONLexer {
     public mutating func string() throws -> String {
         index += 1
         let start = index
-        // Fast path: no escapes. Whole words of 8 bytes are passed over at once while none is a
-        // quote, a backslash or a control character (a base64 image is most of a request body).
-        if let base = bytes.baseAddress {
-            while index + 8 <= bytes.count,
-                  !Self.hasSpecialByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
-                index += 8
-            }
-        }
-        while index < bytes.count {
+        // Fast path: no escapes (a base64 image is most of a request body).
+        skipPlainBytes()
+        if index < bytes.count {
             let c = bytes[index]
             if c == UInt8(ascii: "\"") {
                 let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
                 index += 1
                 return s
             }
-            if c == UInt8(ascii: "\\") { break }
             if c < 0x20 { throw error("control character in string") }
-            index += 1
         }
         var out = Array(bytes[start..<index])
         while index < bytes.count {
@@ -85,6 +77,16 @@ public struct JSONLexer {
     public mutating func plainString() -> Range<Int>? {
         index += 1
         let start = index
+        skipPlainBytes()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        return start..<(index - 1)
+    }
+
+    /// Moves past bytes that are neither a quote, a backslash nor a control character: whole words of
+    /// 8 bytes at once while none is one, then byte by byte.
+    @inline(__always)
+    mutating func skipPlainBytes() {
         if let base = bytes.baseAddress {
             while index + 8 <= bytes.count,
                   !Self.hasSpecialByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
@@ -93,14 +95,9 @@ public struct JSONLexer {
         }
         while index < bytes.count {
             let c = bytes[index]
-            if c == UInt8(ascii: "\"") {
-                index += 1
-                return start..<(index - 1)
-            }
-            if c == UInt8(ascii: "\\") || c < 0x20 { return nil }
+            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { return }
             index += 1
         }
-        return nil
     }
 
     /// Whether the bytes in `range` are exactly `text`.
