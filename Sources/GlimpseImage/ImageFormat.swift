@@ -75,25 +75,33 @@ extension ImagePipeline {
     /// decoding anything; nil when the header is not found; `Int.max` when it passes `Int`. A cheap
     /// bound on what decoding would cost, for callers that choose where to decode.
     public static func declaredPixels(_ data: UnsafeRawBufferPointer) -> Int? {
-        func be(_ offset: Int, _ count: Int, in bytes: UnsafeRawBufferPointer) -> Int {
-            (0..<count).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
-        }
         switch ImageFormat.detect(data) {
         case .png:
             guard data.count >= 24, data[12] == UInt8(ascii: "I"), data[13] == UInt8(ascii: "H"),
                   data[14] == UInt8(ascii: "D"), data[15] == UInt8(ascii: "R") else { return nil }
             // Each side is 32 bits: their product can pass Int's range (then it is simply too many).
-            let (pixels, overflow) = be(16, 4, in: data).multipliedReportingOverflow(by: be(20, 4, in: data))
+            let (pixels, overflow) = data.bigEndian(at: 16, count: 4).multipliedReportingOverflow(by: data.bigEndian(at: 20, count: 4))
             return overflow ? .max : pixels
         case .jpeg:
             for marker: UInt8 in [0xC0, 0xC1, 0xC2] {
                 if let sof = JPEGSegments.firstPayload(in: data, marker: marker, startingWith: []), sof.count >= 5 {
-                    return be(1, 2, in: sof) * be(3, 2, in: sof)
+                    return sof.bigEndian(at: 1, count: 2) * sof.bigEndian(at: 3, count: 2)
                 }
             }
             return nil
         default:
             return nil
         }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The unsigned big-endian integer of `count` (at most 7) bytes at `offset`, which the caller
+    /// has checked lie inside.
+    @inline(__always)
+    func bigEndian(at offset: Int, count: Int) -> Int {
+        var value = 0
+        for i in 0..<count { value = value << 8 | Int(self[offset + i]) }
+        return value
     }
 }

@@ -34,14 +34,14 @@ enum PNGRows {
         let n = png.count
         var i = 8, payloads: [Range<Int>] = []
         while i <= n - 12 {
-            let length = Int(be32(png, i)), type = be32(png, i + 4)
+            let length = png.bigEndian(at: i, count: 4), type = UInt32(png.bigEndian(at: i + 4, count: 4))
             guard length <= n - i - 12 else { return nil }
             let data = (i + 8)..<(i + 8 + length)
             let isIDAT = type == idat
             if isIDAT || !payloads.isEmpty {
                 guard isIDAT || (type == iend && length == 0) else { return nil }
                 let typeAndData = png.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + i + 4 }
-                guard crc32(0, typeAndData, uInt(length + 4)) == uLong(be32(png, data.upperBound)) else { return nil }
+                guard crc32(0, typeAndData, uInt(length + 4)) == uLong(png.bigEndian(at: data.upperBound, count: 4)) else { return nil }
                 if !isIDAT { return data.upperBound + 4 == n ? payloads : nil }
                 payloads.append(data)
             }
@@ -115,10 +115,5 @@ enum PNGRows {
         let pa = abs(p - a), pb = abs(p - b), pc = abs(p - c)
         if pa <= pb && pa <= pc { return a }
         return pb <= pc ? b : c
-    }
-
-    @inline(__always)
-    static func be32(_ p: UnsafeRawBufferPointer, _ i: Int) -> UInt32 {
-        UInt32(p[i]) << 24 | UInt32(p[i + 1]) << 16 | UInt32(p[i + 2]) << 8 | UInt32(p[i + 3])
     }
 }

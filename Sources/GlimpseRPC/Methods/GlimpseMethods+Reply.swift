@@ -8,7 +8,7 @@ extension GlimpseMethods {
         out.append(contentsOf: #"{"batch_size":"#.utf8)
         JSONValue.writeInt(r.batchSize, into: &out)
         out.append(contentsOf: #","energy_mj":"#.utf8)
-        JSONValue.writeDouble((r.energyMillijoules * 1000).rounded() / 1000, into: &out)
+        writeRounded(r.energyMillijoules, into: &out)
         out.append(contentsOf: #","image":{"format":"#.utf8)
         JSONValue.writeString(r.image.format, into: &out)
         out.append(contentsOf: #","height":"#.utf8)
@@ -44,9 +44,9 @@ extension GlimpseMethods {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// `rounded(ms)` as written.
-    static func writeRounded(_ ms: Double, into out: inout [UInt8]) {
-        JSONValue.writeDouble((ms * 1000).rounded() / 1000, into: &out)
+    /// `rounded(value)` as written: three decimals.
+    static func writeRounded(_ value: Double, into out: inout [UInt8]) {
+        JSONValue.writeDouble((value * 1000).rounded() / 1000, into: &out)
     }
 
     /// `score(f)` as written. A finite, non-integral score below 10^6 in magnitude is Swift's

@@ -123,7 +123,7 @@ public enum GlimpseMethods {
             "timing_ms": .object(["queue": rounded(r.timing.queue), "decode": rounded(r.timing.decode),
                                   "inference": rounded(r.timing.inference), "total": rounded(r.timing.total)]),
             "batch_size": .int(r.batchSize),
-            "energy_mj": .double((r.energyMillijoules * 1000).rounded() / 1000),
+            "energy_mj": rounded(r.energyMillijoules),
             "image": .object(["format": .string(r.image.format), "width": .int(r.image.width), "height": .int(r.image.height)]),
         ])
     }
