@@ -250,6 +250,46 @@ final class DepthwisePoolKernelTests: XCTestCase {
         }
     }
 
+    /// Max pooling of planes narrower than a vector at strides 3 and 4 (taken straight from the
+    /// input, window by window): kernels of 1–4 each way, dilation, padding on every side, ceil-mode
+    /// windows that start in the last column, and widths from 1 to 15.
+    func testNarrowStridedMaxPoolMatchesReference() {
+        var rng = TestRandom(seed: 43)
+        for i in 0..<80 {
+            let kh = rng.int(1...4), kw = rng.int(1...4), sh = rng.int(1...4), sw = 3 + i % 2
+            let dh = rng.int(1...2), dw = rng.int(1...2)
+            let padTop = rng.int(0...(kh - 1)), padLeft = rng.int(0...(kw - 1))
+            let padBottom = rng.int(0...(kh - 1)), padRight = rng.int(0...(kw - 1))
+            let h = rng.int(((kh - 1) * dh + 1)...20), w = rng.int(max(1, (kw - 1) * dw + 1 - padLeft - padRight)...15)
+            let ceil = i % 3 == 0
+            var outH = (h + padTop + padBottom - (kh - 1) * dh - 1 + (ceil ? sh - 1 : 0)) / sh + 1
+            var outW = (w + padLeft + padRight - (kw - 1) * dw - 1 + (ceil ? sw - 1 : 0)) / sw + 1
+            if (outH - 1) * sh - padTop >= h { outH -= 1 }
+            if (outW - 1) * sw - padLeft >= w { outW -= 1 }
+            guard outH > 0, outW > 0 else { continue }
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: sh, strideW: sw, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: padLeft,
+                                 outHeight: outH, outWidth: outW)
+            let x = AlignedBuffer(rng.floats(2 * g.inPixels))
+            let out = AlignedBuffer(2 * g.outPixels), ref = AlignedBuffer(2 * g.outPixels)
+            let scratch = AlignedBuffer(Pool2D.scratchCount(g))
+            let pool = f32_pool2d_rows(geometry: g, kind: .max, scratch: scratch.pointer)
+            for p in 0..<2 { pool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels) }
+            for p in 0..<2 {
+                f32_pool2d_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g, kind: .max)
+            }
+            assertClose(out.array, ref.array, tolerance: 0, "\(g)")
+        }
+        // mnist-8's second pool: 3×3 at stride 3 on 14×14.
+        let g = ConvGeometry(inChannels: 1, inHeight: 14, inWidth: 14, kernelHeight: 3, kernelWidth: 3, strideH: 3, strideW: 3,
+                             dilationH: 1, dilationW: 1, padTop: 0, padLeft: 0, outHeight: 4, outWidth: 4)
+        let x = AlignedBuffer(rng.floats(g.inPixels)), out = AlignedBuffer(g.outPixels), ref = AlignedBuffer(g.outPixels)
+        let scratch = AlignedBuffer(Pool2D.scratchCount(g))
+        f32_pool2d(input: x.pointer, output: out.pointer, geometry: g, kind: .max, scratch: scratch.pointer)
+        f32_pool2d_reference(input: x.pointer, output: ref.pointer, geometry: g, kind: .max)
+        XCTAssertEqual(out.array, ref.array)
+    }
+
     func testDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 5)
         for _ in 0..<40 {

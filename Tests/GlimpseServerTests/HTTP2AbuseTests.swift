@@ -34,6 +34,53 @@ final class HTTP2AbuseTests: XCTestCase {
         XCTAssertFalse(frames.contains { $0.type == RawH2.FrameType.goAway.rawValue })
     }
 
+    /// Header blocks that are not well-formed requests (RFC 9113 §8.2, §8.3), and a request whose
+    /// trailers carry a pseudo-header field, reset their own stream with PROTOCOL_ERROR on either
+    /// transport, and the connection goes on serving. (swift-nio-http2 runs without its own header
+    /// block validation: `HTTP2RequestFields` makes these checks for both transports.)
+    func testMalformedHeaderBlocksResetOnlyTheirStream() throws {
+        for transport in ["nio", "nghttp2"] {
+            let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder(), "--http2-transport", transport])
+            defer { server.stop() }
+            let raw = try RawH2(port: server.port)
+            let get = [(":method", "GET"), (":scheme", "http"), (":path", "/healthz")]
+            let blocks: [[(String, String)]] = [
+                get + [("Accept", "x")],
+                get + [("connection", "keep-alive")],
+                get + [("te", "gzip")],
+                get + [("x-bad", "a\r\nb")],
+                [(":method", "GET"), ("accept", "x"), (":scheme", "http"), (":path", "/healthz")],
+                get + [(":path", "/again")],
+                get + [(":status", "200")],
+                [(":method", "GET"), (":scheme", "http")],
+            ]
+            var malformed: [UInt32] = []
+            var stream: UInt32 = 1
+            for fields in blocks {
+                try raw.sendHeaders(stream: stream, block: RawH2.headerBlock(fields: fields), endStream: true)
+                malformed.append(stream)
+                stream += 2
+            }
+            try raw.sendHeaders(stream: stream, block: RawH2.headerBlock(method: "POST", path: "/rpc"), endStream: false)
+            try raw.send(RawH2.frame(.data, flags: 0, stream: stream, payload: Array("{}".utf8)))
+            try raw.sendHeaders(stream: stream, block: RawH2.headerBlock(fields: [(":path", "/")]), endStream: true)
+            malformed.append(stream)
+            let good = stream + 2
+            try raw.sendHeaders(stream: good, block: RawH2.headerBlock(method: "GET", path: "/healthz"), endStream: true)
+            let (frames, closed) = raw.read(for: 1.5)
+            for id in malformed {
+                let reset = frames.first { $0.type == RawH2.FrameType.rstStream.rawValue && $0.stream == id }
+                XCTAssertEqual(reset?.payload, RawH2.be32(1), "\(transport): stream \(id) must be reset with PROTOCOL_ERROR")
+                XCTAssertFalse(frames.contains { $0.type == RawH2.FrameType.headers.rawValue && $0.stream == id }, "\(transport): stream \(id) must not be answered")
+            }
+            XCTAssertTrue(frames.contains { $0.type == RawH2.FrameType.headers.rawValue && $0.stream == good && $0.payload.first == 0x88 },
+                          "\(transport): the well-formed request on the same connection is answered 200")
+            XCTAssertFalse(closed, transport)
+            XCTAssertNil(frames.compactMap(RawH2.goAwayCode).first, transport)
+            try assertOthersAreServed(server)
+        }
+    }
+
     func testRapidResetFloodIsCutOffAndOthersAreServed() throws { try rapidResetFlood(["--http2-transport", "nio"]) }
 
     /// The same flood against the libnghttp2 transport (its reset rate limit).

@@ -90,6 +90,57 @@ final class HTTP2RequestAssemblerTests: XCTestCase {
         XCTAssertEqual(a.openRequests, 0)
     }
 
+    /// The rules of RFC 9113 §8.2 and §8.3, which `HTTP2RequestFields` applies in place of the
+    /// handler's own header block validation (off on this transport).
+    func testMalformedRequestFieldsResetTheStream() {
+        let base = [(":method", "GET"), (":scheme", "http"), (":path", "/healthz")]
+        let cases: [(String, [(String, String)])] = [
+            ("uppercase name", base + [("Accept", "x")]),
+            ("connection-specific field", base + [("connection", "keep-alive")]),
+            ("transfer-encoding", base + [("transfer-encoding", "chunked")]),
+            ("te other than trailers", base + [("te", "gzip")]),
+            ("CR LF in a value", base + [("x-bad", "a\r\nb")]),
+            ("NUL in a value", base + [("x-bad", "a\u{0}b")]),
+            ("leading space in a value", base + [("x-bad", " a")]),
+            ("empty name", base + [("", "x")]),
+            ("pseudo-header field after a regular one", [(":method", "GET"), ("accept", "x"), (":scheme", "http"), (":path", "/")]),
+            ("duplicate :path", base + [(":path", "/again")]),
+            ("duplicate :method", base + [(":method", "POST")]),
+            ("response pseudo-header field", base + [(":status", "200")]),
+            ("no :path", [(":method", "GET"), (":scheme", "http")]),
+            ("no :scheme", [(":method", "GET"), (":path", "/")]),
+            ("empty :path", [(":method", "GET"), (":scheme", "http"), (":path", "")]),
+            ("CONNECT", [(":method", "CONNECT"), (":authority", "example.com:443")]),
+        ]
+        var a = makeAssembler()
+        for (i, (why, fields)) in cases.enumerated() {
+            let id = HTTP2StreamID(1 + 2 * i)
+            let frame = HTTP2Frame(streamID: id, payload: .headers(.init(headers: HPACKHeaders(fields), endStream: true)))
+            XCTAssertEqual(a.receive(frame), [.resetMalformed(id)], why)
+        }
+        let te = HTTP2Frame(streamID: 101, payload: .headers(.init(headers: HPACKHeaders(base + [("te", "trailers")]), endStream: true)))
+        XCTAssertEqual(a.receive(te), [.dispatch(101, HTTPRequest(method: .get, scheme: "http", authority: nil, path: "/healthz",
+                                                                    headerFields: [HTTPField.Name("te")!: "trailers"]), ByteBuffer())],
+                       "te: trailers is allowed, and :authority is optional")
+        XCTAssertEqual(a.openRequests, 0)
+    }
+
+    func testMalformedTrailersResetTheStream() {
+        for (why, trailer) in [("pseudo-header field", (":path", "/")), ("uppercase name", ("X-Sum", "1")),
+                               ("connection-specific field", ("keep-alive", "5")), ("LF in a value", ("x-sum", "1\n2"))] {
+            var a = makeAssembler()
+            _ = a.receive(headers(1))
+            _ = a.receive(data(1, "12"))
+            let frame = HTTP2Frame(streamID: 1, payload: .headers(.init(headers: HPACKHeaders([trailer]), endStream: true)))
+            XCTAssertEqual(a.receive(frame), [.resetMalformed(1)], why)
+            XCTAssertEqual(a.openRequests, 0, why)
+        }
+        var a = makeAssembler()
+        _ = a.receive(headers(1))
+        let noEnd = HTTP2Frame(streamID: 1, payload: .headers(.init(headers: HPACKHeaders([("x-sum", "1")]), endStream: false)))
+        XCTAssertEqual(a.receive(noEnd), [.resetMalformed(1)], "a second header block must end the stream")
+    }
+
     func testResetDropsARequestStillArriving() {
         var a = makeAssembler()
         _ = a.receive(headers(1))

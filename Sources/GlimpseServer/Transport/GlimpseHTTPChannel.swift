@@ -135,7 +135,12 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
             guard http2.streamChannels else {
                 let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle,
                                                      gracefulCloseTimeout: timeouts.gracefulClose, countsStreamEvents: true)
-                try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration.connection,
+                // `HTTP2RequestAssembler` checks each request's fields itself (`HTTP2RequestFields`), in
+                // the pass that builds the request: the handler's own validation walked every block a
+                // second time, and the response blocks this server writes.
+                var connection = configuration.connection
+                connection.headerBlockValidation = .disabled
+                try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection,
                                                     streamConfiguration: configuration.stream))
                 try sync.addHandler(manager)
                 try sync.addHandler(HTTP2FrameResponder(serving: frames, http2: http2))

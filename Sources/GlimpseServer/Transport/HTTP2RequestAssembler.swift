@@ -59,8 +59,12 @@ struct HTTP2RequestAssembler {
         switch frame.payload {
         case .headers(let headers):
             if streams[id] != nil {
-                // Trailers: only their end of stream matters here.
-                return headers.endStream ? finish(id) : []
+                // Trailers: checked, then only their end of stream matters here.
+                guard headers.endStream, HTTP2RequestFields.trailersAreValid(headers.headers) else {
+                    streams[id] = nil
+                    return [.resetMalformed(id)]
+                }
+                return finish(id)
             }
             guard let head = Self.request(headers.headers) else { return [.resetMalformed(id)] }
             var stream = Stream(head: head, body: ByteBuffer(), refused: false)
@@ -115,29 +119,15 @@ struct HTTP2RequestAssembler {
         return [.dispatch(id, stream.head, stream.body)]
     }
 
-    /// The request of a header block `NIOHTTP2Handler` has validated (pseudo-header fields first,
-    /// lowercase names, no connection-specific fields): nil without a method, or with a method or
-    /// field name HTTP does not allow.
+    /// The request of a header block, checked field by field (`HTTP2RequestFields`: the handler runs
+    /// without its own header block validation): nil when the block is not a well-formed request.
+    /// The header list's size is bounded by the HPACK decoder.
     static func request(_ headers: HPACKHeaders) -> HTTPRequest? {
-        var method: HTTPRequest.Method?
-        var scheme: String?, authority: String?, path: String?
-        var fields = HTTPFields()
+        var fields = HTTP2RequestFields()
         fields.reserveCapacity(headers.count)
-        for (name, value, _) in headers {
-            if name.utf8.first == UInt8(ascii: ":") {
-                switch name {
-                case ":method": method = HTTPRequest.Method(value)
-                case ":scheme": scheme = value
-                case ":authority": authority = value
-                case ":path": path = value
-                default: return nil
-                }
-            } else {
-                guard let field = HTTPField.Name(name) else { return nil }
-                fields.append(HTTPField(name: field, value: value))
-            }
+        for (name, value, _) in headers where fields.field(name, value, limit: .max) != .accepted {
+            return nil
         }
-        guard let method else { return nil }
-        return HTTPRequest(method: method, scheme: scheme, authority: authority, path: path, headerFields: fields)
+        return fields.complete()
     }
 }

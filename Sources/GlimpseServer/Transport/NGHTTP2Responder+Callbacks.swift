@@ -25,15 +25,19 @@ extension NGHTTP2Responder {
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            // Trailer fields are not kept.
-            guard let frame, NGHTTP2Responder.isRequestHeaders(frame.pointee),
+            guard let frame, UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
                   let responder = NGHTTP2Responder.from(userData) else { return 0 }
             let id = frame.pointee.hd.stream_id
-            guard let index = responder.requests.index(forKey: id) else { return 0 }
-            let result = responder.requests.values[index].header(
-                name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength), limit: responder.maxHeaderListSize)
-            guard result == .malformed else { return 0 }
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
+            let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
+            if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                guard let index = responder.requests.index(forKey: id),
+                      responder.requests.values[index].header(name: nameBytes, value: valueBytes,
+                                                              limit: responder.maxHeaderListSize) == .malformed else { return 0 }
+            } else {
+                // Trailer fields are checked, not kept.
+                guard !HTTP2RequestFields.trailerFieldIsValid(name: nameBytes, value: valueBytes) else { return 0 }
+            }
             responder.requests[id] = nil
             responder.reset(id, code: NGHTTP2_PROTOCOL_ERROR)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue

@@ -80,6 +80,11 @@ final class RawH2 {
         return block
     }
 
+    /// A header block of exactly these fields, in this order (any names and values, well-formed or not).
+    static func headerBlock(fields: [(String, String)]) -> [UInt8] {
+        fields.flatMap { [0x00] + string($0.0) + string($0.1) }
+    }
+
     func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
