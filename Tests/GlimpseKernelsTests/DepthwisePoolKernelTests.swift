@@ -250,9 +250,9 @@ final class DepthwisePoolKernelTests: XCTestCase {
         }
     }
 
-    /// Max pooling of planes narrower than a vector at strides 3 and 4 (taken straight from the
-    /// input, window by window): kernels of 1–4 each way, dilation, padding on every side, ceil-mode
-    /// windows that start in the last column, and widths from 1 to 15.
+    /// Max pooling of planes narrower than a vector at strides 3 and 4 (the row path's lane-by-lane
+    /// columns): kernels of 1–4 each way, dilation, padding on every side, ceil-mode windows that
+    /// start in the last column, and widths from 1 to 15.
     func testNarrowStridedMaxPoolMatchesReference() {
         var rng = TestRandom(seed: 43)
         for i in 0..<80 {

@@ -57,4 +57,22 @@ final class ServingMetricsTests: XCTestCase {
         // One metric object per series, kept by the handles.
         XCTAssertEqual(metrics.counters.count, 1)
     }
+
+    func testRequestCountersAreKeptPerSeries() throws {
+        let metrics = TestMetrics()
+        let handles = MetricHandles(factory: metrics)
+        for _ in 0..<3 { handles.recordRequest(method: "classify", model: "m", variant: "v", outcome: "ok", reason: "") }
+        handles.recordRequest(method: "classify", model: "m", variant: "v", outcome: "error", reason: "bad_base64")
+        handles.recordRequest(method: "classify", model: "m", variant: "v2", outcome: "ok", reason: "")
+        handles.recordRequest(method: "classify", model: "m", variant: "v", outcome: "error", reason: "bad_base64")
+        func total(_ variant: String, _ outcome: String, _ reason: String) throws -> Int64 {
+            try metrics.expectCounter(GlimpseMetrics.requests, [
+                ("method", "classify"), ("model", "m"), ("variant", variant), ("outcome", outcome), ("reason", reason),
+            ]).totalValue
+        }
+        XCTAssertEqual(try total("v", "ok", ""), 3)
+        XCTAssertEqual(try total("v", "error", "bad_base64"), 2)
+        XCTAssertEqual(try total("v2", "ok", ""), 1)
+        XCTAssertEqual(metrics.counters.count, 3)
+    }
 }

@@ -81,37 +81,7 @@ public struct f32_pool2d_rows {
     public func run(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, readable: Range<Int>? = nil) {
         if readsInput {
             runStride2Max(input: input, output: output, readable: readable ?? 0..<g.inPixels)
-        } else if isMax && g.strideW > 2 && g.inWidth < 16 {
-            runNarrowMax(input: input, output: output)
         } else if isMax { run(MaxOf.self, input: input, output: output) } else { run(SumOf.self, input: input, output: output) }
-    }
-
-    /// Max pooling of planes narrower than a vector at strides above 2 (mnist-8's 3×3 pool at stride
-    /// 3 on 14×14 planes): each output straight from its window, rows and columns clipped to the
-    /// plane (padding is −∞). The row path reduced every column of each window's rows lane by lane
-    /// first, then took the taps lane by lane again: 54,000 instructions an image for mnist-8's 16
-    /// planes of 4×4 outputs (callgrind), over ten times the 2,304 comparisons.
-    private func runNarrowMax(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>) {
-        let width = g.inWidth
-        for oh in 0..<g.outHeight {
-            let top = oh &* g.strideH &- g.padTop
-            var lo = 0, hi = g.kernelHeight
-            while lo < hi && top &+ lo &* g.dilationH < 0 { lo &+= 1 }
-            while hi > lo && top &+ (hi &- 1) &* g.dilationH >= g.inHeight { hi &-= 1 }
-            let out = output + oh &* g.outWidth
-            for ow in 0..<g.outWidth {
-                let left = ow &* g.strideW &- g.padLeft
-                var first = 0, last = g.kernelWidth
-                while first < last && left &+ first &* g.dilationW < 0 { first &+= 1 }
-                while last > first && left &+ (last &- 1) &* g.dilationW >= width { last &-= 1 }
-                var v = -Float.infinity
-                for r in lo..<hi {
-                    let p = input + ((top &+ r &* g.dilationH) &* width &+ left)
-                    for t in first..<last { v = MaxOf.combine(v, p[t &* g.dilationW]) }
-                }
-                out[ow] = v
-            }
-        }
     }
 
     @inline(__always)
