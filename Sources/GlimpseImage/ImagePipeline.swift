@@ -59,7 +59,9 @@ public enum ImagePipeline {
     /// Resizes `pixels` into the crop window of `geometry` and normalizes each finished row.
     static func render(_ pixels: PixelBuffer, geometry g: CropGeometry, normalizer: Normalizer) throws {
         let validX = g.validX, validY = g.validY
-        if normalizer.spec.channelOrder == .gray { pixels.convertToLuma() }   // Pillow: convert("L"), then resize
+        // Pillow: convert("L"), then resize. A gray file's luminance is its value ((19595 + 38470 +
+        // 7471) × v + 0x8000) >> 16 = v), so it is left as it is.
+        if normalizer.spec.channelOrder == .gray && !pixels.isGray { pixels.convertToLuma() }
         if validX.count != g.outputWidth || validY.count != g.outputHeight { normalizer.zeroAll() }
         try Resample.run(pixels, geometry: g) { row, y in
             normalizer.write(row: row, y: y, x0: validX.lowerBound, count: validX.count)

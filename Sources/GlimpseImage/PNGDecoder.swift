@@ -74,6 +74,7 @@ struct PNGDecoder {
             let words = UnsafeMutableRawPointer(buffer.base).bindMemory(to: UInt32.self, capacity: n)
             if packed == .gray8 {
                 for i in 0..<n { words[i] = UInt32(s[i]) &* 0x0001_0101 | 0xFF00_0000 }
+                buffer.isGray = true
             } else {
                 for i in 0..<n {
                     let p = s + 3 * i

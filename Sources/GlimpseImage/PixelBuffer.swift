@@ -7,6 +7,9 @@ final class PixelBuffer {
 
     static let bytesPerPixel = 4
 
+    /// Every pixel has R = G = B (set by decoders of gray files): its luminance is R already.
+    var isGray = false
+
     /// Allocates width×height×4 bytes; callers check the pixel limit first.
     init(width: Int, height: Int) throws {
         let (pixels, o1) = width.multipliedReportingOverflow(by: height)
@@ -31,6 +34,7 @@ final class PixelBuffer {
         let w = width, h = height
         let swaps = orientation >= 5
         let out = try PixelBuffer(width: swaps ? h : w, height: swaps ? w : h)
+        out.isGray = isGray
         // Source pixel index of output (x, y) = origin + x * dx + y * dy.
         let (origin, dx, dy): (Int, Int, Int)
         switch orientation {

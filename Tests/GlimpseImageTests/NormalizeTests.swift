@@ -58,6 +58,26 @@ final class NormalizeTests: XCTestCase {
         }
     }
 
+    /// Gray rows of 16 pixels and more go through the vector path too: each value exactly the table's
+    /// formula applied to Pillow's luminance, inverted or not, at widths around the block size.
+    func testGrayVectorRowsEqualTheTablesExactly() throws {
+        for width in [15, 16, 17, 40] {
+            let image = SyntheticImage(width: width, height: 3) { x, y in
+                (UInt8((x * 37 + y * 11) & 255), UInt8((x * 101 + 7) & 255), UInt8((255 - x * 13 - y) & 255))
+            }
+            for invert in [false, true] {
+                let spec = Preprocessing(width: width, height: 3, crop: .fill, channelOrder: .gray, layout: .nchw,
+                                         scale: 0.0173, mean: [0.1307], std: [0.3081], invert: invert)
+                let out = try preprocess(image.png(), spec: spec).values
+                for y in 0..<3 { for x in 0..<width {
+                    let (r, g, b) = image.pixel(x, y)
+                    let expected = value(luma(Int(r), Int(g), Int(b)), spec, 0)
+                    XCTAssertEqual(out[y * width + x], expected, "\(width) \(invert) \(x),\(y)")
+                } }
+            }
+        }
+    }
+
     /// Pillow convert("L"): (R*19595 + G*38470 + B*7471 + 0x8000) >> 16
     func luma(_ r: Int, _ g: Int, _ b: Int) -> Float {
         let sum: Int = r * 19595 + g * 38470 + b * 7471 + 0x8000

@@ -34,6 +34,24 @@ final class PNGPackedTests: XCTestCase {
         }
     }
 
+    /// A gray file's luminance is its value, so gray models skip the conversion for it (`isGray`):
+    /// the same pixels as an RGB file with R = G = B, which is converted, give the same tensor,
+    /// resized or not.
+    func testGrayFilesSkipTheLumaConversionWithTheSameResult() throws {
+        var rng = SystemRandomNumberGenerator()
+        let (w, h) = (28, 28)
+        let pixels = (0..<(w * h)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let gray = PNGWriter.encode(width: w, height: h, color: .gray, pixels: pixels)
+        let rgb = PNGWriter.encode(width: w, height: h, color: .rgb, pixels: pixels.flatMap { [$0, $0, $0] })
+        XCTAssertTrue(try gray.withUnsafeBytes { try PNGDecoder($0, limits: .init()).decode().isGray })
+        XCTAssertFalse(try rgb.withUnsafeBytes { try PNGDecoder($0, limits: .init()).decode().isGray })
+        for size in [28, 20, 40] {
+            let spec = Preprocessing(width: size, height: size, crop: .fill, channelOrder: .gray, layout: .nchw,
+                                     scale: 1 / 255, mean: [0.1307], std: [0.3081])
+            XCTAssertEqual(try preprocess(gray, spec: spec).values, try preprocess(rgb, spec: spec).values, "\(size)")
+        }
+    }
+
     func testSharedDigitsMatchLibspngRGBA() throws {
         for name in ["digits/torchserve_3.png", "digits/winml_8.png", "formats/pillow_hopper.png", "imagenet/kitten_224.png", "imagenet/fish.png"] {
             let (packed, rgba) = try bothPaths(try SharedData.data("images/" + name))
