@@ -29,9 +29,7 @@ struct Normalizer {
         self.destination = destination
         (table32, table16) = NormalizerTables.tables(for: spec)
         sourceChannel = spec.channelOrder == .bgr ? (2, 1, 0) : (0, 1, 2)
-        // Gray: one plane, NCHW and NHWC alike; its value is R (see `write`).
-        affine = (c == 3 && spec.layout == .nchw || spec.channelOrder == .gray) && spec.dtype == .float32
-            ? AffineRows(spec: spec, sourceChannel: sourceChannel) : nil
+        affine = c == 3 && spec.dtype == .float32 && spec.layout == .nchw ? AffineRows(spec: spec, sourceChannel: sourceChannel) : nil
     }
 
     /// Zero-fills the whole slot (used before writing when part of it is padding).
@@ -58,9 +56,7 @@ struct Normalizer {
             // `ImagePipeline.render` has made every pixel its luminance (R = G = B = L) before
             // resizing, and the resize keeps R = G = B, so R is L.
             let dst = out + y * w + x0   // one channel: NCHW and NHWC coincide
-            var start = 0
-            if T.self == Float.self, let affine { start = affine.writeGray(row, count: count, plane: UnsafeMutableRawPointer(dst)) }
-            for x in start..<count { dst[x] = lut[Int(row[x * 4])] }
+            for x in 0..<count { dst[x] = lut[Int(row[x * 4])] }
             return
         }
         let (s0, s1, s2) = sourceChannel
@@ -133,7 +129,7 @@ enum NormalizerTables {
     }
 }
 
-/// Float32 NCHW rows (three channels, or gray's one plane) computed rather than looked up: each output is the tables' own
+/// Three-channel float32 NCHW rows computed rather than looked up: each output is the tables' own
 /// expression, ((invert ? 255 − v : v) × scale − mean) / std, in the same Float operations, so every
 /// value is bit-identical to the table's (IEEE arithmetic is the same in a vector lane; Swift does not
 /// fuse the multiply and subtract). Sixteen RGBX pixels are read as words, each channel shifted out,
@@ -145,15 +141,11 @@ struct AffineRows {
     private let shift: (UInt32, UInt32, UInt32)
     private let invert: Bool
 
-    /// `spec` carries at least `spec.channels` means and deviations (`Normalizer` checks); gray uses
-    /// the first.
     init(spec: Preprocessing, sourceChannel: (Int, Int, Int)) {
-        let last = spec.channels - 1
-        func deviation(_ c: Int) -> SIMD16<Float> { SIMD16(repeating: spec.std[min(c, last)] == 0 ? 1 : spec.std[min(c, last)]) }
-        func average(_ c: Int) -> SIMD16<Float> { SIMD16(repeating: spec.mean[min(c, last)]) }
+        func std(_ c: Int) -> SIMD16<Float> { SIMD16(repeating: spec.std[c] == 0 ? 1 : spec.std[c]) }
         scale = SIMD16(repeating: spec.scale)
-        mean = (average(0), average(1), average(2))
-        std = (deviation(0), deviation(1), deviation(2))
+        mean = (SIMD16(repeating: spec.mean[0]), SIMD16(repeating: spec.mean[1]), SIMD16(repeating: spec.mean[2]))
+        self.std = (std(0), std(1), std(2))
         shift = (UInt32(8 * sourceChannel.0), UInt32(8 * sourceChannel.1), UInt32(8 * sourceChannel.2))
         invert = spec.invert
     }
@@ -167,19 +159,6 @@ struct AffineRows {
             planes.0.storeBytes(of: channel(words, shift.0, mean.0, std.0), toByteOffset: 4 * x, as: SIMD16<Float>.self)
             planes.1.storeBytes(of: channel(words, shift.1, mean.1, std.1), toByteOffset: 4 * x, as: SIMD16<Float>.self)
             planes.2.storeBytes(of: channel(words, shift.2, mean.2, std.2), toByteOffset: 4 * x, as: SIMD16<Float>.self)
-            x += 16
-        }
-        return x
-    }
-
-    /// Gray: whole blocks of 16 pixels of `row` (R is the luminance) to the one plane; returns how
-    /// many pixels it wrote.
-    @inline(__always)
-    func writeGray(_ row: UnsafePointer<UInt8>, count: Int, plane: UnsafeMutableRawPointer) -> Int {
-        var x = 0
-        while x + 16 <= count {
-            let words = UnsafeRawPointer(row + 4 * x).loadUnaligned(as: SIMD16<UInt32>.self)
-            plane.storeBytes(of: channel(words, 0, mean.0, std.0), toByteOffset: 4 * x, as: SIMD16<Float>.self)
             x += 16
         }
         return x

@@ -58,9 +58,9 @@ final class NormalizeTests: XCTestCase {
         }
     }
 
-    /// Gray rows of 16 pixels and more go through the vector path too: each value exactly the table's
-    /// formula applied to Pillow's luminance, inverted or not, at widths around the block size.
-    func testGrayVectorRowsEqualTheTablesExactly() throws {
+    /// Gray rows: each value exactly the table's formula applied to Pillow's luminance, inverted or
+    /// not, at widths around a vector's 16 pixels.
+    func testGrayRowsEqualTheTablesExactly() throws {
         for width in [15, 16, 17, 40] {
             let image = SyntheticImage(width: width, height: 3) { x, y in
                 (UInt8((x * 37 + y * 11) & 255), UInt8((x * 101 + 7) & 255), UInt8((255 - x * 13 - y) & 255))
