@@ -34,10 +34,11 @@ final class HTTP2AbuseTests: XCTestCase {
         XCTAssertFalse(frames.contains { $0.type == RawH2.FrameType.goAway.rawValue })
     }
 
-    /// Header blocks that are not well-formed requests (RFC 9113 §8.2, §8.3), and a request whose
-    /// trailers carry a pseudo-header field, reset their own stream with PROTOCOL_ERROR on either
+    /// Header blocks that are not well-formed requests (RFC 9113 §8.2, §8.3), a request whose trailers
+    /// carry a pseudo-header field and bodies that disagree with their content-length (§8.1.1) reset
+    /// their own stream with PROTOCOL_ERROR on either
     /// transport, and the connection goes on serving. (swift-nio-http2 runs without its own header
-    /// block validation: `HTTP2RequestFields` makes these checks for both transports.)
+    /// block and content-length validation: `HTTP2RequestFields` makes these checks for both.)
     func testMalformedHeaderBlocksResetOnlyTheirStream() throws {
         for transport in ["nio", "nghttp2"] {
             let server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder(), "--http2-transport", transport])
@@ -65,6 +66,14 @@ final class HTTP2AbuseTests: XCTestCase {
             try raw.send(RawH2.frame(.data, flags: 0, stream: stream, payload: Array("{}".utf8)))
             try raw.sendHeaders(stream: stream, block: RawH2.headerBlock(fields: [(":path", "/")]), endStream: true)
             malformed.append(stream)
+            // Bodies that disagree with their content-length: shorter, and longer.
+            for (declared, body) in [("5", "{}"), ("1", "{}")] {
+                stream += 2
+                try raw.sendHeaders(stream: stream, block: RawH2.headerBlock(method: "POST", path: "/rpc", extra: [("content-length", declared)]),
+                                    endStream: false)
+                try raw.send(RawH2.frame(.data, flags: 0x1, stream: stream, payload: Array(body.utf8)))
+                malformed.append(stream)
+            }
             let good = stream + 2
             try raw.sendHeaders(stream: good, block: RawH2.headerBlock(method: "GET", path: "/healthz"), endStream: true)
             let (frames, closed) = raw.read(for: 1.5)

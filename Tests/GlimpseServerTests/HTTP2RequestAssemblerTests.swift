@@ -125,6 +125,28 @@ final class HTTP2RequestAssemblerTests: XCTestCase {
         XCTAssertEqual(a.openRequests, 0)
     }
 
+    /// A body that disagrees with its `content-length` is malformed (RFC 9113 §8.1.1): shorter at the
+    /// end of the stream, longer as soon as it passes it, any length on a block that ends the stream,
+    /// and a `content-length` that is not a number. One that agrees is served.
+    func testContentLengthMismatchResetsTheStream() {
+        var a = makeAssembler(maxBody: 100)
+        _ = a.receive(headers(1, extra: [("content-length", "5")]))
+        XCTAssertEqual(a.receive(data(1, "ab", endStream: true)), [.resetMalformed(1)], "shorter")
+        _ = a.receive(headers(3, extra: [("content-length", "3")]))
+        XCTAssertEqual(a.receive(data(3, "ab")), [])
+        XCTAssertEqual(a.receive(data(3, "cd")), [.resetMalformed(3)], "longer, before the end")
+        XCTAssertEqual(a.receive(data(3, "e", endStream: true)), [], "nothing more for that stream")
+        XCTAssertEqual(a.receive(headers(5, extra: [("content-length", "2")], endStream: true)), [.resetMalformed(5)], "no body")
+        XCTAssertEqual(a.receive(headers(7, extra: [("content-length", "two")])), [.resetMalformed(7)], "not a number")
+        _ = a.receive(headers(9, extra: [("content-length", "4")]))
+        _ = a.receive(data(9, "ab"))
+        XCTAssertEqual(a.receive(data(9, "cd", endStream: true)),
+                       [.dispatch(9, request("/rpc", fields: [.contentLength: "4"]), ByteBuffer(string: "abcd"))])
+        XCTAssertEqual(a.receive(headers(11, method: "GET", path: "/healthz", extra: [("content-length", "0")], endStream: true)),
+                       [.dispatch(11, request("/healthz", method: .get, fields: [.contentLength: "0"]), ByteBuffer())])
+        XCTAssertEqual(a.openRequests, 0)
+    }
+
     func testMalformedTrailersResetTheStream() {
         for (why, trailer) in [("pseudo-header field", (":path", "/")), ("uppercase name", ("X-Sum", "1")),
                                ("connection-specific field", ("keep-alive", "5")), ("LF in a value", ("x-sum", "1\n2"))] {

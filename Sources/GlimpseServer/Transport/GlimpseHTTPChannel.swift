@@ -135,11 +135,12 @@ struct GlimpseHTTPChannel: HTTPChannelHandler {
             guard http2.streamChannels else {
                 let manager = HTTP2ConnectionManager(eventLoop: channel.eventLoop, idleTimeout: timeouts.idle,
                                                      gracefulCloseTimeout: timeouts.gracefulClose, countsStreamEvents: true)
-                // `HTTP2RequestAssembler` checks each request's fields itself (`HTTP2RequestFields`), in
-                // the pass that builds the request: the handler's own validation walked every block a
-                // second time, and the response blocks this server writes.
+                // `HTTP2RequestAssembler` checks each request's fields and body length itself
+                // (`HTTP2RequestFields`), in the pass that builds the request: the handler's own
+                // validation walked every block a second time, and the response blocks this server writes.
                 var connection = configuration.connection
                 connection.headerBlockValidation = .disabled
+                connection.contentLengthValidation = .disabled
                 try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection,
                                                     streamConfiguration: configuration.stream))
                 try sync.addHandler(manager)

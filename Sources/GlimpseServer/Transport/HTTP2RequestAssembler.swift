@@ -8,6 +8,8 @@ import NIOHTTP2
 /// only carries out the actions it returns.
 ///
 /// - A request is dispatched when its stream ends, with its body collected (at most `maxBody` bytes).
+///   A body longer or shorter than its `content-length` resets the stream (RFC 9113 §8.1.1; the
+///   handler's own content-length validation is off, as is its header block validation).
 ///   A larger `content-length` or body dispatches it at once as too large (its route answers with
 ///   its own error), and the rest of its body is read and dropped: the answer may reach the client
 ///   before it has sent everything, which clients such as curl expect to go on sending (a reset,
@@ -66,7 +68,9 @@ struct HTTP2RequestAssembler {
                 }
                 return finish(id)
             }
-            guard let head = Self.request(headers.headers) else { return [.resetMalformed(id)] }
+            guard let head = Self.request(headers.headers),
+                  !HTTP2RequestFields.lengthExceeded(head, bodyBytes: 0),
+                  !headers.endStream || !HTTP2RequestFields.lengthMismatch(head, bodyBytes: 0) else { return [.resetMalformed(id)] }
             var stream = Stream(head: head, body: ByteBuffer(), refused: false)
             var actions: [Action] = []
             if let length = head.headerFields[.contentLength].flatMap(Int.init), length > maxBody {
@@ -88,6 +92,10 @@ struct HTTP2RequestAssembler {
                     actions.append(.dispatchTooLarge(id, stream.head))
                 } else {
                     stream.body.writeBuffer(&buffer)
+                    if HTTP2RequestFields.lengthExceeded(stream.head, bodyBytes: stream.body.readableBytes) {
+                        streams[id] = nil
+                        return [.resetMalformed(id)]
+                    }
                 }
             }
             streams[id] = stream
@@ -116,6 +124,7 @@ struct HTTP2RequestAssembler {
 
     private mutating func finish(_ id: HTTP2StreamID) -> [Action] {
         guard let stream = streams.removeValue(forKey: id), !stream.refused else { return [] }
+        if HTTP2RequestFields.lengthMismatch(stream.head, bodyBytes: stream.body.readableBytes) { return [.resetMalformed(id)] }
         return [.dispatch(id, stream.head, stream.body)]
     }
 

@@ -97,6 +97,20 @@ struct HTTP2RequestFields {
         return request
     }
 
+    /// Whether a body of `bodyBytes` disagrees with the request's `content-length`, or the field is
+    /// not a number (RFC 9113 §8.1.1: malformed). No `content-length`: no disagreement.
+    static func lengthMismatch(_ head: HTTPRequest, bodyBytes: Int) -> Bool {
+        guard let declared = head.headerFields[.contentLength] else { return false }
+        return Int(declared) != bodyBytes
+    }
+
+    /// Whether `bodyBytes` already exceed the request's `content-length` (or it is not a number).
+    static func lengthExceeded(_ head: HTTPRequest, bodyBytes: Int) -> Bool {
+        guard let declared = head.headerFields[.contentLength] else { return false }
+        guard let length = Int(declared) else { return true }
+        return bodyBytes > length
+    }
+
     /// A trailer field: a valid name and value, not a pseudo-header field, not connection-specific.
     static func trailerFieldIsValid(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Bool {
         nghttp2_check_header_name(name.baseAddress, name.count) != 0

@@ -39,8 +39,8 @@ struct NGHTTP2IncomingRequest {
     /// Whether the body received (`bodyBytes`, or none yet) disagrees with a declared `content-length`
     /// (RFC 9113 §8.1.1: malformed).
     func lengthMismatch(bodyBytes: Int) -> Bool {
-        guard let declared = head?.headerFields[.contentLength] else { return false }
-        return Int(declared) != bodyBytes
+        guard let head else { return false }
+        return HTTP2RequestFields.lengthMismatch(head, bodyBytes: bodyBytes)
     }
 
     /// Adds body bytes; false when the body is now over `maxBody` (it is then dropped, and so is
