@@ -144,6 +144,15 @@ final class HTTP2RequestAssemblerTests: XCTestCase {
                        [.dispatch(9, request("/rpc", fields: [.contentLength: "4"]), ByteBuffer(string: "abcd"))])
         XCTAssertEqual(a.receive(headers(11, method: "GET", path: "/healthz", extra: [("content-length", "0")], endStream: true)),
                        [.dispatch(11, request("/healthz", method: .get, fields: [.contentLength: "0"]), ByteBuffer())])
+        XCTAssertEqual(a.receive(headers(13, extra: [("content-length", "2"), ("content-length", "3")])), [.resetMalformed(13)],
+                       "two different lengths")
+        XCTAssertEqual(a.receive(headers(15, extra: [("content-length", "+2")])), [.resetMalformed(15)], "not digits only")
+        _ = a.receive(headers(17, extra: [("content-length", "2"), ("content-length", "2")]))
+        var twice = HTTPFields()
+        twice.append(HTTPField(name: .contentLength, value: "2"))
+        twice.append(HTTPField(name: .contentLength, value: "2"))
+        XCTAssertEqual(a.receive(data(17, "ab", endStream: true)), [.dispatch(17, request("/rpc", fields: twice), ByteBuffer(string: "ab"))],
+                       "the same length twice is one length")
         XCTAssertEqual(a.openRequests, 0)
     }
 

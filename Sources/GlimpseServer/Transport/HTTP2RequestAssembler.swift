@@ -34,6 +34,8 @@ struct HTTP2RequestAssembler {
         var head: HTTPRequest
         var body: ByteBuffer
         var refused: Bool
+        /// The declared `content-length`.
+        var length: Int?
     }
 
     let maxBody: Int
@@ -68,12 +70,12 @@ struct HTTP2RequestAssembler {
                 }
                 return finish(id)
             }
-            guard let head = Self.request(headers.headers),
-                  !HTTP2RequestFields.lengthExceeded(head, bodyBytes: 0),
-                  !headers.endStream || !HTTP2RequestFields.lengthMismatch(head, bodyBytes: 0) else { return [.resetMalformed(id)] }
-            var stream = Stream(head: head, body: ByteBuffer(), refused: false)
+            guard let (head, length) = Self.request(headers.headers), !headers.endStream || (length ?? 0) == 0 else {
+                return [.resetMalformed(id)]
+            }
+            var stream = Stream(head: head, body: ByteBuffer(), refused: false, length: length)
             var actions: [Action] = []
-            if let length = head.headerFields[.contentLength].flatMap(Int.init), length > maxBody {
+            if let length, length > maxBody {
                 stream.refused = true
                 actions.append(.dispatchTooLarge(id, head))
             }
@@ -92,7 +94,7 @@ struct HTTP2RequestAssembler {
                     actions.append(.dispatchTooLarge(id, stream.head))
                 } else {
                     stream.body.writeBuffer(&buffer)
-                    if HTTP2RequestFields.lengthExceeded(stream.head, bodyBytes: stream.body.readableBytes) {
+                    if let length = stream.length, stream.body.readableBytes > length {
                         streams[id] = nil
                         return [.resetMalformed(id)]
                     }
@@ -124,19 +126,20 @@ struct HTTP2RequestAssembler {
 
     private mutating func finish(_ id: HTTP2StreamID) -> [Action] {
         guard let stream = streams.removeValue(forKey: id), !stream.refused else { return [] }
-        if HTTP2RequestFields.lengthMismatch(stream.head, bodyBytes: stream.body.readableBytes) { return [.resetMalformed(id)] }
+        if let length = stream.length, length != stream.body.readableBytes { return [.resetMalformed(id)] }
         return [.dispatch(id, stream.head, stream.body)]
     }
 
-    /// The request of a header block, checked field by field (`HTTP2RequestFields`: the handler runs
-    /// without its own header block validation): nil when the block is not a well-formed request.
+    /// The request of a header block and its declared `content-length`, checked field by field
+    /// (`HTTP2RequestFields`: the handler runs without its own header block validation): nil when the
+    /// block is not a well-formed request.
     /// The header list's size is bounded by the HPACK decoder.
-    static func request(_ headers: HPACKHeaders) -> HTTPRequest? {
+    static func request(_ headers: HPACKHeaders) -> (HTTPRequest, contentLength: Int?)? {
         var fields = HTTP2RequestFields()
         fields.reserveCapacity(headers.count)
         for (name, value, _) in headers where fields.field(name, value, limit: .max) != .accepted {
             return nil
         }
-        return fields.complete()
+        return fields.complete().map { ($0, fields.contentLength) }
     }
 }

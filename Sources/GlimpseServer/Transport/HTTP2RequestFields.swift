@@ -26,6 +26,9 @@ struct HTTP2RequestFields {
     private var headerListSize = 0
     private var sawRegularField = false
     private(set) var tooLarge = false
+    /// The `content-length` the request declares (read here, as its field goes by, rather than looked
+    /// up in its `HTTPFields` afterwards, which builds their index: 4,000 instructions a look-up).
+    private(set) var contentLength: Int?
 
     /// One field, as bytes.
     mutating func field(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, limit: Int) -> FieldResult {
@@ -79,6 +82,11 @@ struct HTTP2RequestFields {
             }
         } else {
             sawRegularField = true
+            if Self.equal(name, "content-length") {
+                // RFC 9110 §8.6: digits only; repeated, the same number.
+                guard let length = Self.decimal(value), contentLength == nil || contentLength == length else { return .malformed }
+                contentLength = length
+            }
             let text = nameText()
             guard !HTTP2FieldRules.isConnectionSpecific(text), !Self.equal(name, "te") || Self.equal(value, "trailers"),
                   let fieldName = HTTPField.Name(text) else { return .malformed }
@@ -97,20 +105,6 @@ struct HTTP2RequestFields {
         return request
     }
 
-    /// Whether a body of `bodyBytes` disagrees with the request's `content-length`, or the field is
-    /// not a number (RFC 9113 §8.1.1: malformed). No `content-length`: no disagreement.
-    static func lengthMismatch(_ head: HTTPRequest, bodyBytes: Int) -> Bool {
-        guard let declared = head.headerFields[.contentLength] else { return false }
-        return Int(declared) != bodyBytes
-    }
-
-    /// Whether `bodyBytes` already exceed the request's `content-length` (or it is not a number).
-    static func lengthExceeded(_ head: HTTPRequest, bodyBytes: Int) -> Bool {
-        guard let declared = head.headerFields[.contentLength] else { return false }
-        guard let length = Int(declared) else { return true }
-        return bodyBytes > length
-    }
-
     /// A trailer field: a valid name and value, not a pseudo-header field, not connection-specific.
     static func trailerFieldIsValid(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Bool {
         nghttp2_check_header_name(name.baseAddress, name.count) != 0
@@ -124,6 +118,23 @@ struct HTTP2RequestFields {
             var n = name, v = value
             return n.withUTF8 { nb in v.withUTF8 { vb in trailerFieldIsValid(name: nb, value: vb) } }
         }
+    }
+
+    /// Whether a body of `bodyBytes` disagrees with the declared `content-length` (RFC 9113 §8.1.1:
+    /// malformed); none declared, no disagreement.
+    func lengthMismatch(bodyBytes: Int) -> Bool {
+        contentLength.map { $0 != bodyBytes } ?? false
+    }
+
+    /// A run of 1 to 18 ASCII digits as a number.
+    private static func decimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard (1...18).contains(bytes.count) else { return nil }
+        var n = 0
+        for b in bytes {
+            guard b &- UInt8(ascii: "0") < 10 else { return nil }
+            n = n &* 10 &+ Int(b &- UInt8(ascii: "0"))
+        }
+        return n
     }
 
     @inline(__always)

@@ -32,15 +32,14 @@ struct NGHTTP2IncomingRequest {
 
     /// Whether the declared `content-length` is over `maxBody`.
     func declaresMoreThan(_ maxBody: Int) -> Bool {
-        guard let length = head?.headerFields[.contentLength].flatMap(Int.init) else { return false }
+        guard let length = fields.contentLength else { return false }
         return length > maxBody
     }
 
     /// Whether the body received (`bodyBytes`, or none yet) disagrees with a declared `content-length`
     /// (RFC 9113 §8.1.1: malformed).
     func lengthMismatch(bodyBytes: Int) -> Bool {
-        guard let head else { return false }
-        return HTTP2RequestFields.lengthMismatch(head, bodyBytes: bodyBytes)
+        fields.lengthMismatch(bodyBytes: bodyBytes)
     }
 
     /// Adds body bytes; false when the body is now over `maxBody` (it is then dropped, and so is
