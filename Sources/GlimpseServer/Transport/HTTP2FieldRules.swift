@@ -15,23 +15,31 @@ enum HTTP2FieldRules {
     }
 
     /// A response's header fields as HTTP/2 sends them, after `:status`: the route's, less the
-    /// connection-specific ones, then what `HTTPResponse.completed` adds when the route set none
-    /// (`content-length`, `date`, `server`), without building a second `HTTPFields`.
+    /// connection-specific ones, then the server's defaults the route did not set
+    /// (`forEachDefaultField`), without building a second `HTTPFields`.
     static func forEachResponseField(_ head: HTTPResponse, bodyBytes: Int, _ body: (String, String) -> Void) {
-        var hasLength = false, hasDate = false, hasServer = false
         for field in head.headerFields {
             let name = field.name.canonicalName
-            if isConnectionSpecific(name) { continue }
+            if !isConnectionSpecific(name) { body(name, field.value) }
+        }
+        forEachDefaultField(head, bodyBytes: bodyBytes) { body($0.canonicalName, $1) }
+    }
+
+    /// The fields every response carries that `head` lacks: `content-length`, `date` (RFC 9110 §6.6.1:
+    /// an origin server with a clock sends one) and `server`. One pass over the fields: a look-up by
+    /// name in `HTTPFields` builds their index first (about 4,000 instructions a response).
+    static func forEachDefaultField(_ head: HTTPResponse, bodyBytes: Int, _ body: (HTTPField.Name, String) -> Void) {
+        var hasLength = false, hasDate = false, hasServer = false
+        for field in head.headerFields {
             switch field.name {
             case .contentLength: hasLength = true
             case .date: hasDate = true
             case .server: hasServer = true
             default: break
             }
-            body(name, field.value)
         }
-        if !hasLength { body("content-length", String(bodyBytes)) }
-        if !hasDate { body("date", HTTPDate.now) }
-        if !hasServer { body("server", "glimpse") }
+        if !hasLength { body(.contentLength, String(bodyBytes)) }
+        if !hasDate { body(.date, HTTPDate.now) }
+        if !hasServer { body(.server, "glimpse") }
     }
 }

@@ -201,12 +201,11 @@ private final class BodyCollector: @unchecked Sendable {
 
 extension HTTPResponse {
     /// The response as the server sends it: `content-length` (when the route set none), `date` (RFC 9110
-    /// §6.6.1: an origin server with a clock sends one) and `server`. Both responders call it.
+    /// §6.6.1: an origin server with a clock sends one) and `server`. The HTTP/1.1 responder calls it;
+    /// the HTTP/2 ones write the same fields through `HTTP2FieldRules.forEachResponseField`.
     func completed(bodyBytes: Int) -> HTTPResponse {
         var head = self
-        if head.headerFields[.contentLength] == nil { head.headerFields[.contentLength] = String(bodyBytes) }
-        if head.headerFields[.date] == nil { head.headerFields[.date] = HTTPDate.now }
-        if head.headerFields[.server] == nil { head.headerFields[.server] = "glimpse" }
+        HTTP2FieldRules.forEachDefaultField(self, bodyBytes: bodyBytes) { head.headerFields.append(HTTPField(name: $0, value: $1)) }
         return head
     }
 }
