@@ -7,7 +7,8 @@ final class PixelBuffer {
 
     static let bytesPerPixel = 4
 
-    /// Every pixel has R = G = B (set by decoders of gray files): its luminance is R already.
+    /// Every pixel has R = G = B, so its luminance is R already. Set by the PNG decoder for 8-bit gray
+    /// files without transparency; other gray files (JPEG, 16-bit PNG) are converted as before.
     var isGray = false
 
     /// Allocates width×height×4 bytes; callers check the pixel limit first.

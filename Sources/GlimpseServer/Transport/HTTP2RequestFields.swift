@@ -40,12 +40,17 @@ struct HTTP2RequestFields {
     /// One field that is already a pair of strings (swift-nio-http2's decoded block): the strings
     /// are kept rather than made again from their bytes.
     mutating func field(_ name: String, _ value: String, limit: Int) -> FieldResult {
-        let direct = name.utf8.withContiguousStorageIfAvailable { nb in
-            value.utf8.withContiguousStorageIfAvailable { vb in field(name: nb, value: vb, limit: limit, nameText: name, valueText: value) }
-        }
+        Self.withBytes(name, value) { nb, vb in field(name: nb, value: vb, limit: limit, nameText: name, valueText: value) }
+    }
+
+    /// The UTF-8 bytes of a name and a value: in place for native strings, copied otherwise.
+    @inline(__always)
+    private static func withBytes<R>(_ name: String, _ value: String,
+                                     _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let direct = name.utf8.withContiguousStorageIfAvailable { nb in value.utf8.withContiguousStorageIfAvailable { vb in body(nb, vb) } }
         if let result = direct ?? nil { return result }
         var n = name, v = value
-        return n.withUTF8 { nb in v.withUTF8 { vb in field(name: nb, value: vb, limit: limit, nameText: name, valueText: value) } }
+        return n.withUTF8 { nb in v.withUTF8 { vb in body(nb, vb) } }
     }
 
     /// Room for `count` regular fields.
@@ -115,10 +120,7 @@ struct HTTP2RequestFields {
 
     /// A trailer block of decoded strings: every field valid (`trailerFieldIsValid`).
     static func trailersAreValid(_ block: HPACKHeaders) -> Bool {
-        block.allSatisfy { name, value, _ in
-            var n = name, v = value
-            return n.withUTF8 { nb in v.withUTF8 { vb in trailerFieldIsValid(name: nb, value: vb) } }
-        }
+        block.allSatisfy { name, value, _ in withBytes(name, value) { trailerFieldIsValid(name: $0, value: $1) } }
     }
 
     /// Whether a body of `bodyBytes` disagrees with the declared `content-length` (RFC 9113 §8.1.1:
