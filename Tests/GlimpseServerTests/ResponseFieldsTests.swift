@@ -1,4 +1,6 @@
 import HTTPTypes
+import NIOCore
+import NIOHPACK
 import XCTest
 
 @testable import GlimpseServer
@@ -31,5 +33,37 @@ final class ResponseFieldsTests: XCTestCase {
         for (name, value) in written {
             XCTAssertEqual(HTTPField.Name(name).flatMap { h1.headerFields[$0] }, value, name)
         }
+    }
+    /// Lengths and dates change from response to response: HPACK writes them literally and keeps
+    /// them out of the dynamic table, so the fields that repeat (`content-type`, `server`) stay in it
+    /// and cost one byte each, however many responses a connection carries.
+    func testHTTP2KeepsChangingFieldsOutOfTheDynamicTable() throws {
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var sizes: [Int] = []
+        for length in 100..<400 {
+            let head = HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"])
+            let headers = HTTP2FrameResponder.responseHeaders(head, bodyBytes: length)
+            var block = ByteBuffer()
+            try encoder.encode(headers: headers, to: &block)
+            sizes.append(block.readableBytes)
+            let decoded = try decoder.decodeHeaders(from: &block)
+            XCTAssertEqual(decoded[":status"], ["200"])
+            XCTAssertEqual(decoded["content-length"], [String(length)])
+            XCTAssertEqual(decoded["content-type"], ["application/json"])
+            XCTAssertEqual(decoded["server"], ["glimpse"])
+            XCTAssertEqual(decoded["date"].count, 1)
+        }
+        // content-type (16 + 12 + 32 bytes) and server (7 + 6 + 32); a date or a length would add more.
+        XCTAssertEqual(encoder.dynamicTableSize, 105, "only the repeating fields are indexed")
+        for name in ["content-length", "date", "age", "etag", "last-modified", "location", "set-cookie"] {
+            XCTAssertFalse(HTTP2FieldRules.isWorthIndexing(name), name)
+        }
+        for name in ["content-type", "server", "cache-control", "vary", "x-glimpse-model"] {
+            XCTAssertTrue(HTTP2FieldRules.isWorthIndexing(name), name)
+        }
+        // After the first response: :status, content-type and server one byte each, then the length
+        // (name index and 2-3 value bytes) and the date (name index and about 22 bytes).
+        XCTAssertLessThan(sizes.dropFirst().max() ?? .max, sizes[0])
     }
 }

@@ -14,6 +14,26 @@ enum HTTP2FieldRules {
         }
     }
 
+    /// Whether HPACK should add a response field to the connection's dynamic table. Not for fields
+    /// whose value changes from response to response (`content-length`) or second to second (`date`,
+    /// `age`), nor for ones unique to a resource (`etag`, `last-modified`, `location`, `set-cookie`):
+    /// each would take a new entry that no later response matches, and push out the ones that do
+    /// (`content-type`, `server`), since the table evicts its oldest entries first. swift-nio-http2's
+    /// encoder also searches its dynamic table entry by entry for every field it may index, so a
+    /// table full of old lengths and dates cost about 2,000 instructions per field. RFC 7541 §7.1
+    /// and libnghttp2's encoder make the same choice.
+    static func isWorthIndexing(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 3: return name != "age"
+        case 4: return name != "date" && name != "etag"
+        case 8: return name != "location"
+        case 10: return name != "set-cookie"
+        case 13: return name != "last-modified"
+        case 14: return name != "content-length"
+        default: return true
+        }
+    }
+
     /// A response's header fields as HTTP/2 sends them, after `:status`: the route's, less the
     /// connection-specific ones, then the server's defaults the route did not set
     /// (`forEachDefaultField`), without building a second `HTTPFields`.

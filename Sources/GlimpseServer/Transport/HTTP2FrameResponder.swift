@@ -119,16 +119,25 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
 
     private func write(_ head: HTTPResponse, body: ByteBuffer, to id: HTTP2StreamID, method: HTTPRequest.Method,
                        context: ChannelHandlerContext) {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(head.headerFields.count + 4)
-        headers.add(name: ":status", value: String(head.status.code))
-        HTTP2FieldRules.forEachResponseField(head, bodyBytes: body.readableBytes) { headers.add(name: $0, value: $1) }
+        let headers = Self.responseHeaders(head, bodyBytes: body.readableBytes)
         let empty = body.readableBytes == 0 || method == .head
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: empty)))), promise: nil)
         if !empty {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
         }
         noteWrite(context)
+    }
+
+    /// The header block of a response: `:status`, then its fields (`HTTP2FieldRules`), each marked
+    /// for HPACK's dynamic table or not (`HTTP2FieldRules.isWorthIndexing`).
+    static func responseHeaders(_ head: HTTPResponse, bodyBytes: Int) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(head.headerFields.count + 4)
+        headers.add(name: ":status", value: String(head.status.code))
+        HTTP2FieldRules.forEachResponseField(head, bodyBytes: bodyBytes) {
+            headers.add(name: $0, value: $1, indexing: HTTP2FieldRules.isWorthIndexing($0) ? .indexable : .nonIndexable)
+        }
+        return headers
     }
 
     private func noteWrite(_ context: ChannelHandlerContext) {
