@@ -290,6 +290,38 @@ final class DepthwisePoolKernelTests: XCTestCase {
         XCTAssertEqual(out.array, ref.array)
     }
 
+    /// Planes at most 16 wide with windows inside across (`f32_pool2d_rows.narrow`), max and average,
+    /// three planes back to back with the tensor readable around each: every row but the last
+    /// plane's final ones takes the vector path, those the row buffer.
+    func testNarrowPlanesInRegistersMatchReference() {
+        var rng = TestRandom(seed: 47)
+        let kinds: [PoolKind] = [.max, .average(countIncludePad: true), .average(countIncludePad: false)]
+        for i in 0..<120 {
+            let kh = rng.int(1...3), kw = rng.int(1...3), sh = rng.int(1...3), sw = rng.int(1...4), dh = rng.int(1...2), dw = rng.int(1...2)
+            let w = rng.int(((kw - 1) * dw + 1)...16), h = rng.int(((kh - 1) * dh + 1)...12)
+            let padTop = rng.int(0...(kh - 1)), padBottom = rng.int(0...(kh - 1))
+            let outW = (w - (kw - 1) * dw - 1) / sw + 1
+            var outH = (h + padTop + padBottom - (kh - 1) * dh - 1) / sh + 1
+            if (outH - 1) * sh - padTop >= h { outH -= 1 }
+            guard outH > 0 else { continue }
+            let g = ConvGeometry(inChannels: 1, inHeight: h, inWidth: w, kernelHeight: kh, kernelWidth: kw,
+                                 strideH: sh, strideW: sw, dilationH: dh, dilationW: dw, padTop: padTop, padLeft: 0,
+                                 outHeight: outH, outWidth: outW)
+            let kind = kinds[i % 3], planes = 3
+            let x = AlignedBuffer(rng.floats(planes * g.inPixels))
+            let out = AlignedBuffer(planes * g.outPixels), ref = AlignedBuffer(planes * g.outPixels)
+            let scratch = AlignedBuffer(Pool2D.scratchCount(g))
+            let pool = f32_pool2d_rows(geometry: g, kind: kind, scratch: scratch.pointer)
+            XCTAssertTrue(pool.narrow, "\(g)")
+            for p in 0..<planes {
+                pool.run(input: x.pointer + p * g.inPixels, output: out.pointer + p * g.outPixels,
+                         readable: (-p * g.inPixels)..<((planes - p) * g.inPixels))
+                f32_pool2d_reference(input: x.pointer + p * g.inPixels, output: ref.pointer + p * g.outPixels, geometry: g, kind: kind)
+            }
+            assertClose(out.array, ref.array, tolerance: 1e-5, "\(g) \(kind)")
+        }
+    }
+
     func testDepthwiseMatchesReference() {
         var rng = TestRandom(seed: 5)
         for _ in 0..<40 {
