@@ -15,17 +15,18 @@ enum HTTP2FieldRules {
     }
 
     /// Whether HPACK should add a response field to the connection's dynamic table. Not for fields
-    /// whose value changes from response to response (`content-length`) or second to second (`date`,
-    /// `age`), nor for ones unique to a resource (`etag`, `last-modified`, `location`, `set-cookie`):
-    /// each would take a new entry that no later response matches, and push out the ones that do
-    /// (`content-type`, `server`), since the table evicts its oldest entries first. swift-nio-http2's
-    /// encoder also searches its dynamic table entry by entry for every field it may index, so a
-    /// table full of old lengths and dates cost about 2,000 instructions per field. RFC 7541 §7.1
-    /// and libnghttp2's encoder make the same choice.
+    /// whose value changes from response to response (`content-length`, `age`) or is unique to a
+    /// resource (`etag`, `last-modified`, `location`, `set-cookie`): each would take a new entry that
+    /// no later response matches, and push out the ones that do (`content-type`, `server`), since
+    /// the table evicts its oldest entries first. swift-nio-http2's encoder searches its dynamic
+    /// table entry by entry for every field it may index, so a table full of old lengths cost about
+    /// 2,000 instructions per field. `date` is indexed: one entry a second serves every response of
+    /// that second, and written literally it is Huffman-coded each time (about 7,000 instructions a
+    /// response). RFC 7541 §7.1 and libnghttp2's encoder make the same choice for lengths.
     static func isWorthIndexing(_ name: String) -> Bool {
         switch name.utf8.count {
         case 3: return name != "age"
-        case 4: return name != "date" && name != "etag"
+        case 4: return name != "etag"
         case 8: return name != "location"
         case 10: return name != "set-cookie"
         case 13: return name != "last-modified"
