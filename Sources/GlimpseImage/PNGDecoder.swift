@@ -4,7 +4,11 @@ import CSPNG
 struct PNGDecoder {
     let width: Int
     let height: Int
-    private let spng: SPNGDecoder
+    /// nil for a plain file (`PNGRows.plainFile`): libspng's context is made only if `PNGRows`
+    /// cannot decode it after all.
+    private let spng: SPNGDecoder?
+    /// A plain file's IDAT payloads.
+    private let chunks: [Range<Int>]?
     private let hasAlpha: Bool
     /// 8-bit gray or RGB without transparency, of at most `packedMaxPixels`: decoded as libspng
     /// stores it (1 or 3 bytes a pixel, a row copy) and widened here, rather than widened pixel by
@@ -24,25 +28,48 @@ struct PNGDecoder {
 
     /// `packing` false: always through libspng's RGBA (tests compare the two paths).
     init(_ data: UnsafeRawBufferPointer, limits: ImageLimits, packing: Bool = true) throws {
+        self.data = data
+        if packing, let plain = PNGRows.plainFile(data), plain.width * plain.height <= Self.packedMaxPixels,
+           plain.width * plain.channels <= PNGRows.maxRowBytes {
+            (spng, chunks) = (nil, plain.chunks)
+            (width, height, interlaced, hasAlpha) = (plain.width, plain.height, false, false)
+            packed = plain.channels == 1 ? .gray8 : .rgb8
+        } else {
+            chunks = nil
+            (spng, width, height, interlaced, hasAlpha, packed) = try Self.readHeader(data, packing: packing)
+        }
+        if width * height > limits.maxPixels {
+            throw ImageError.tooManyPixels(format: "PNG", width: width, height: height, limit: limits.maxPixels)
+        }
+    }
+
+    /// The header as libspng reads it, with the chunks before the image data.
+    private static func readHeader(_ data: UnsafeRawBufferPointer, packing: Bool) throws
+        -> (SPNGDecoder, width: Int, height: Int, interlaced: Bool, hasAlpha: Bool, packed: Packed?) {
         do {
-            spng = try SPNGDecoder(data)
-            self.data = data
+            let spng = try SPNGDecoder(data)
             let h = try spng.ihdr()
-            interlaced = h.interlace_method != 0
-            width = Int(h.width)
-            height = Int(h.height)
-            hasAlpha = h.color_type == 4 || h.color_type == 6 || spng.hasTRNS
+            let interlaced = h.interlace_method != 0
+            let width = Int(h.width), height = Int(h.height)
+            let hasAlpha = h.color_type == 4 || h.color_type == 6 || spng.hasTRNS
+            let packed: Packed?
             switch (h.color_type, h.bit_depth, hasAlpha) {
             case (0, 8, false) where packing && width * height <= Self.packedMaxPixels: packed = .gray8
             case (2, 8, false) where packing && width * height <= Self.packedMaxPixels: packed = .rgb8
             default: packed = nil
             }
+            return (spng, width, height, interlaced, hasAlpha, packed)
         } catch let e as SPNGError {
-            throw ImageError(.corrupt, "truncated or corrupt PNG: \(e.message)")
+            throw Self.corrupt(e)
         }
-        if width * height > limits.maxPixels {
-            throw ImageError.tooManyPixels(format: "PNG", width: width, height: height, limit: limits.maxPixels)
-        }
+    }
+
+    private static func corrupt(_ e: SPNGError) -> ImageError { ImageError(.corrupt, "truncated or corrupt PNG: \(e.message)") }
+
+    /// libspng's context: the header's, or for a plain file one made now (its own checks and errors).
+    private func libspng() throws -> SPNGDecoder {
+        if let spng { return spng }
+        do { return try SPNGDecoder(data) } catch let e as SPNGError { throw Self.corrupt(e) }
     }
 
     func decode() throws -> PixelBuffer {
@@ -51,10 +78,10 @@ struct PNGDecoder {
             if let packed {
                 try decodePacked(packed, into: buffer)
             } else {
-                try spng.decodeRGBA8(into: buffer.base, byteCount: width * height * 4)
+                try libspng().decodeRGBA8(into: buffer.base, byteCount: width * height * 4)
             }
         } catch let e as SPNGError {
-            throw ImageError(.corrupt, "truncated or corrupt PNG: \(e.message)")
+            throw Self.corrupt(e)
         }
         if hasAlpha { buffer.compositeAlphaOnWhite() }
         return buffer
@@ -67,8 +94,8 @@ struct PNGDecoder {
         try withUnsafeTemporaryAllocation(byteCount: n * k, alignment: 16) { scratch in
             guard let src = scratch.baseAddress else { return }
             let s8 = src.assumingMemoryBound(to: UInt8.self)
-            if !(interlaced == false && PNGRows.decode(data, width: width, height: height, channels: k, into: s8)) {
-                try spng.decode(format: packed == .gray8 ? SPNG_FMT_G8 : SPNG_FMT_RGB8, into: src, byteCount: n * k)
+            if !(interlaced == false && PNGRows.decode(data, width: width, height: height, channels: k, chunks: chunks, into: s8)) {
+                try libspng().decode(format: packed == .gray8 ? SPNG_FMT_G8 : SPNG_FMT_RGB8, into: src, byteCount: n * k)
             }
             let s = src.assumingMemoryBound(to: UInt8.self)
             let words = UnsafeMutableRawPointer(buffer.base).bindMemory(to: UInt32.self, capacity: n)
@@ -88,6 +115,8 @@ struct PNGDecoder {
     /// EXIF orientation from an eXIf chunk, or from ImageMagick's "Raw profile type exif" text chunk
     /// (Pillow reads both). Call after `decode()`, since chunks after the image data count too.
     var orientation: Int {
+        // A plain file has no chunk but IHDR, IDAT and IEND.
+        guard let spng else { return 1 }
         if let exif = spng.exif() { return EXIF.orientation(tiff: exif) }
         for t in spng.texts() where t.keyword == "Raw profile type exif" {
             return EXIF.orientation(rawProfileText: t.text)

@@ -117,6 +117,57 @@ final class PNGPackedTests: XCTestCase {
         }
     }
 
+    /// A plain file (signature, IHDR, IDAT chunks, IEND, nothing else) is read without libspng's
+    /// context; anything else, including an IHDR with a bad CRC or an ancillary chunk anywhere, is
+    /// not, and keeps libspng's answer: the EXIF orientation, or its error.
+    func testOnlyPlainFilesSkipLibspng() throws {
+        let pixels = (0..<(28 * 28)).map { UInt8($0 % 251) }
+        let png = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: pixels, filtered: true)
+        func plain(_ data: Data) -> Bool { data.withUnsafeBytes { PNGRows.plainFile($0) != nil } }
+        XCTAssertTrue(plain(png))
+        XCTAssertTrue(plain(PNGWriter.encode(width: 5, height: 3, color: .rgb, pixels: [UInt8](repeating: 1, count: 45), idatBytes: 7)))
+        var badHeader = png
+        badHeader[29] ^= 0x01   // the IHDR's CRC
+        let exifFirst = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: pixels, exif: PNGWriter.exifOrientation(6))
+        let exifAfter = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: pixels,
+                                         exif: PNGWriter.exifOrientation(6), exifAfterData: true)
+        var trailing = png
+        trailing.append(contentsOf: [0, 0, 0, 0])
+        for (name, data) in [("a bad IHDR CRC", badHeader), ("EXIF before the data", exifFirst), ("EXIF after the data", exifAfter),
+                             ("bytes after IEND", trailing)] {
+            XCTAssertFalse(plain(data), name)
+        }
+        for data in [exifFirst, exifAfter] {
+            let orientation = try data.withUnsafeBytes { raw -> Int in
+                let decoder = try PNGDecoder(raw, limits: .init())
+                _ = try decoder.decode()
+                return decoder.orientation
+            }
+            XCTAssertEqual(orientation, 6)
+        }
+        // A plain file whose image data does not inflate (CRCs right): `PNGRows` refuses it, and
+        // libspng, made then, gives its error.
+        var broken = png
+        let idat = 8 + 25, length = Int(broken[idat]) << 24 | Int(broken[idat + 1]) << 16 | Int(broken[idat + 2]) << 8 | Int(broken[idat + 3])
+        for i in (idat + 10)..<(idat + 8 + length) { broken[i] = 0xFF }
+        let crc = Self.crc32(broken[(idat + 4)..<(idat + 8 + length)])
+        for k in 0..<4 { broken[idat + 8 + length + k] = UInt8(truncatingIfNeeded: crc >> (24 - 8 * k)) }
+        XCTAssertTrue(plain(broken))
+        XCTAssertThrowsError(try broken.withUnsafeBytes { try PNGDecoder($0, limits: .init()).decode() }) { error in
+            XCTAssertEqual((error as? ImageError)?.kind, .corrupt)
+        }
+    }
+
+    /// CRC-32 of PNG chunks (ISO 3309, reflected, polynomial 0xEDB88320).
+    private static func crc32(_ bytes: Data) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
     func testTruncatedGrayPNGIsStillACorruptImage() throws {
         let data = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: [UInt8](repeating: 7, count: 784))
         let cut = data.prefix(data.count - 30)
