@@ -129,6 +129,9 @@ final class BatchQueueTests: XCTestCase {
         for _ in 0..<8 { _ = occupancy.begin(); occupancy.end() }
         occupancy.end()
         try await runOne(1)
+        // The worker counts itself free after resuming its callers: wait for that (the busy time is
+        // added under the same lock), or the next batch may see it still busy and keep to one thread.
+        for _ in 0..<2_000 where queue.engineBusyNanos == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
         for _ in 0..<40 { _ = occupancy.begin(); occupancy.end() }
         try await runOne(2)
         XCTAssertEqual(model.parallelFlags, [false, true])
