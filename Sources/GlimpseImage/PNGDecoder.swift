@@ -29,8 +29,7 @@ struct PNGDecoder {
     /// `packing` false: always through libspng's RGBA (tests compare the two paths).
     init(_ data: UnsafeRawBufferPointer, limits: ImageLimits, packing: Bool = true) throws {
         self.data = data
-        if packing, let plain = PNGRows.plainFile(data), plain.width * plain.height <= Self.packedMaxPixels,
-           plain.width * plain.channels <= PNGRows.maxRowBytes {
+        if packing, let plain = PNGRows.plainFile(data, maxPixels: Self.packedMaxPixels) {
             (spng, chunks) = (nil, plain.chunks)
             (width, height, interlaced, hasAlpha) = (plain.width, plain.height, false, false)
             packed = plain.channels == 1 ? .gray8 : .rgb8

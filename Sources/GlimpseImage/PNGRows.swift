@@ -33,9 +33,12 @@ enum PNGRows {
     /// a right CRC declaring 8-bit gray or RGB, not interlaced, the standard compression and filter
     /// method and a size of 1 to 2^31 − 1 each way, then IDAT chunks, IEND and the end (`imageData`).
     /// No ancillary chunk anywhere: no transparency, no EXIF, no text, nothing that could change the
-    /// pixels or their orientation. nil: the caller reads the file with libspng, whose context alone
-    /// costs about 6,000 instructions.
-    static func plainFile(_ png: UnsafeRawBufferPointer) -> (width: Int, height: Int, channels: Int, chunks: [Range<Int>])? {
+    /// pixels or their orientation. Rows of at most `maxRowBytes` and at most `maxPixels` pixels, both
+    /// checked before the image data's CRCs are computed, so a file this path will not decode is not
+    /// read twice. nil: the caller reads the file with libspng, whose context alone costs about 6,000
+    /// instructions.
+    static func plainFile(_ png: UnsafeRawBufferPointer, maxPixels: Int)
+        -> (width: Int, height: Int, channels: Int, chunks: [Range<Int>])? {
         let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         guard png.count >= 8 + 25 + 12, let base = png.baseAddress?.assumingMemoryBound(to: UInt8.self),
               (0..<8).allSatisfy({ png[$0] == signature[$0] }),
@@ -44,10 +47,11 @@ enum PNGRows {
               UInt32(png.bigEndian(at: 37, count: 4)) == idat else { return nil }
         let width = png.bigEndian(at: 16, count: 4), height = png.bigEndian(at: 20, count: 4)
         let depth = png[24], color = png[25], compression = png[26], filter = png[27], interlace = png[28]
+        let channels = color == 0 ? 1 : 3
         guard (1...Int(Int32.max)).contains(width), (1...Int(Int32.max)).contains(height),
               depth == 8, color == 0 || color == 2, compression == 0, filter == 0, interlace == 0,
-              let chunks = imageData(png) else { return nil }
-        return (width, height, color == 0 ? 1 : 3, chunks)
+              width * channels <= maxRowBytes, width * height <= maxPixels, let chunks = imageData(png) else { return nil }
+        return (width, height, channels, chunks)
     }
 
     /// The IDAT payloads, when the file is signature, chunks, a run of IDATs, IEND, end; every

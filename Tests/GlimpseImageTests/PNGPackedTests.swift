@@ -123,7 +123,7 @@ final class PNGPackedTests: XCTestCase {
     func testOnlyPlainFilesSkipLibspng() throws {
         let pixels = (0..<(28 * 28)).map { UInt8($0 % 251) }
         let png = PNGWriter.encode(width: 28, height: 28, color: .gray, pixels: pixels, filtered: true)
-        func plain(_ data: Data) -> Bool { data.withUnsafeBytes { PNGRows.plainFile($0) != nil } }
+        func plain(_ data: Data) -> Bool { data.withUnsafeBytes { PNGRows.plainFile($0, maxPixels: PNGDecoder.packedMaxPixels) != nil } }
         XCTAssertTrue(plain(png))
         XCTAssertTrue(plain(PNGWriter.encode(width: 5, height: 3, color: .rgb, pixels: [UInt8](repeating: 1, count: 45), idatBytes: 7)))
         var badHeader = png
@@ -133,6 +133,9 @@ final class PNGPackedTests: XCTestCase {
                                          exif: PNGWriter.exifOrientation(6), exifAfterData: true)
         var trailing = png
         trailing.append(contentsOf: [0, 0, 0, 0])
+        let wide = PNGWriter.encode(width: 86, height: 2, color: .rgb, pixels: [UInt8](repeating: 9, count: 86 * 2 * 3))
+        XCTAssertNil(wide.withUnsafeBytes { PNGRows.plainFile($0, maxPixels: 1 << 20) }, "a row over PNGRows.maxRowBytes")
+        XCTAssertNil(png.withUnsafeBytes { PNGRows.plainFile($0, maxPixels: 28 * 28 - 1) }, "more pixels than allowed")
         for (name, data) in [("a bad IHDR CRC", badHeader), ("EXIF before the data", exifFirst), ("EXIF after the data", exifAfter),
                              ("bytes after IEND", trailing)] {
             XCTAssertFalse(plain(data), name)
