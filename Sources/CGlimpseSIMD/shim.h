@@ -159,6 +159,12 @@ GLIMPSE_INLINE __m512 glimpse_clamp_f32_512(__m512 v, __m512 lower, __m512 upper
 GLIMPSE_INLINE __m512i glimpse_load_u8_i32_512(const void *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
+/// The floats at `p` in the lanes whose int32 in `mask` is negative (a true lane of a Swift
+/// `SIMDMask`), zero in the others, which are not read (a zeroing-masked `vmovups` suppresses
+/// their faults).
+GLIMPSE_INLINE __m512 glimpse_maskz_load_f32_512(__m512i mask, const float *p) {
+    return _mm512_maskz_loadu_ps(_mm512_cmplt_epi32_mask(mask, _mm512_setzero_si512()), p);
+}
 #endif
 
 #if defined(__AVX2__)

@@ -144,7 +144,7 @@ final class ConvKernelTests: XCTestCase {
     /// readable range.
     func testDirectConvMatchesReference() {
         var rng = TestRandom(seed: 41)
-        var tested = 0
+        var tested = 0, copiedCases = 0
         for i in 0..<40 {
             let kh = rng.int(1...5), kw = rng.int(2...5), dh = rng.int(1...2), dw = rng.int(1...2)
             let h = rng.int(1...20), w = rng.int(1...40)
@@ -181,10 +181,22 @@ final class ConvKernelTests: XCTestCase {
                                      geometry: g, groups: 1, outChannelsPerGroup: cout)
                 for t in 0..<outImage { ref.pointer[t] = min(max(ref.pointer[t] + residual.pointer[t], -0.5), 2) }
                 assertClose(out.array, ref.array, tolerance: 1e-4, "item \(item) cout \(cout) \(g)")
+                guard f32_conv_8x16_direct.readsCopies(g, outChannels: cout) else { continue }
+                // Through the shifted copies, over three parts (a first block mid-row, a part of one
+                // block), with scratch that still holds another part's copies and NaN elsewhere.
+                let copied = AlignedBuffer(outImage)
+                let scratch = AlignedBuffer([Float](repeating: .nan, count: f32_conv_8x16_direct.copyFloats(g)))
+                for part in [0..<min(1, split), min(1, split)..<split, split..<blocks] {
+                    f32_conv_8x16_direct.run(input: src, readable: -item * image..<(2 - item) * image, weights: packed.pointer, m: cout,
+                                   geometry: g, output: copied.pointer, epilogue: epilogue, blocks: part, copies: scratch.pointer)
+                }
+                assertClose(copied.array, ref.array, tolerance: 1e-4, "copies, item \(item) cout \(cout) \(g)")
+                copiedCases += 1
             }
             tested += 1
         }
         XCTAssertGreaterThan(tested, 30)
+        XCTAssertGreaterThan(copiedCases, 20)
     }
 
     /// `f32_conv_8x16_direct` on small planes with long reductions and many output channels (the

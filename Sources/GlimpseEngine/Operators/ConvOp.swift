@@ -243,7 +243,7 @@ public final class ConvOp: Operator {
     private func workspaceFloats(_ inputs: [ValueType], threads: Int, pooled: Bool) -> Int {
         let x = inputs[0].shape
         guard let g = try? window.geometry(channels: inPerGroup, h: x[2], w: x[3], kernel: kernel) else { return 0 }
-        let per = isDepthwise ? DepthwiseConv.scratchCount(g) : GemmDriver.scratchCount(k: g.patchSize)
+        let per = ConvKernel.scratchFloats(g, depthwise: isDepthwise, group: group, outPerGroup: outChannels / group)
         let scaled = inputs.count > 4 && inputs[4] != .absent
             && !ConvKernel.scalesWhilePacking(g, depthwise: isDepthwise, group: group, requantizes: outputScale != nil)
         let copy = scaled ? ConvKernel.prescaledFloats(g, batch: x[0], group: group) : 0
@@ -284,7 +284,7 @@ public final class ConvOp: Operator {
     private func convKernel(_ ctx: KernelContext, geometry: ConvGeometry, output: UnsafeMutablePointer<Float>) throws -> ConvKernel {
         guard let x = ctx.inputs[0] else { throw EngineError("missing input") }
         let residual = ctx.input(3)
-        let per = (isDepthwise ? DepthwiseConv.scratchCount(geometry) : GemmDriver.scratchCount(k: geometry.patchSize)) + 16
+        let per = ConvKernel.scratchFloats(geometry, depthwise: isDepthwise, group: group, outPerGroup: outChannels / group) + 16
         let direct = directWeights(geometry)
         return ConvKernel(
             input: x.f32, output: output, residual: residual.map { UnsafePointer($0.f32) },

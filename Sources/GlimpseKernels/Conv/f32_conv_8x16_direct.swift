@@ -72,9 +72,17 @@ public enum f32_conv_8x16_direct {
     /// Output pixel blocks `blocks` of one image, every output channel. `input` is the image
     /// ([Cin, H, W]); `readable` the offsets from it that may be read (see `Im2colPanelSource.readable`).
     /// `output` is [m, OH·OW]; the epilogue's row is the output channel, its column the pixel.
+    /// `copies` (`copyFloats` of scratch) lets convolutions that `readsCopies` read shifted copies of
+    /// the input instead of masked loads.
     public static func run(input: UnsafePointer<Float>, readable: Range<Int>, weights: UnsafePointer<Float>, m: Int,
                            geometry g: ConvGeometry, output: UnsafeMutablePointer<Float>, epilogue: GemmEpilogue,
-                           blocks: Range<Int>) {
+                           blocks: Range<Int>, copies: UnsafeMutablePointer<Float>? = nil) {
+        if let copies, readsCopies(g, outChannels: m) {
+            guard !blocks.isEmpty else { return }
+            fillCopies(input: input, geometry: g, blocks: blocks, copies: copies)
+            runCopied(copies: copies, weights: weights, m: m, geometry: g, output: output, epilogue: epilogue, blocks: blocks)
+            return
+        }
         let taps = g.kernelHeight * g.kernelWidth, k = g.patchSize
         let pixels = g.inPixels, n = g.outPixels
         let channelBlocks = (m + channelBlock - 1) / channelBlock
