@@ -152,10 +152,8 @@ extension f32_conv_8x16_direct {
             }
         }
         let j1 = j0 + 16, count1 = min(16, n - j1)
-        store(a0, 0, j0, 16); store(a1, 1, j0, 16); store(a2, 2, j0, 16); store(a3, 3, j0, 16)
-        store(a4, 4, j0, 16); store(a5, 5, j0, 16); store(a6, 6, j0, 16); store(a7, 7, j0, 16)
-        store(c0, 0, j1, count1); store(c1, 1, j1, count1); store(c2, 2, j1, count1); store(c3, 3, j1, count1)
-        store(c4, 4, j1, count1); store(c5, 5, j1, count1); store(c6, 6, j1, count1); store(c7, 7, j1, count1)
+        storeBlock(a0, a1, a2, a3, a4, a5, a6, a7, j: j0, count: 16, store)
+        storeBlock(c0, c1, c2, c3, c4, c5, c6, c7, j: j1, count: count1, store)
     }
 
     /// The 8 output channels of the pixel block at `j0` (possibly short).
@@ -189,7 +187,6 @@ extension f32_conv_8x16_direct {
             }
         }
         let count = min(16, n - j0)
-        store(a0, 0, j0, count); store(a1, 1, j0, count); store(a2, 2, j0, count); store(a3, 3, j0, count)
-        store(a4, 4, j0, count); store(a5, 5, j0, count); store(a6, 6, j0, count); store(a7, 7, j0, count)
+        storeBlock(a0, a1, a2, a3, a4, a5, a6, a7, j: j0, count: count, store)
     }
 }

@@ -224,9 +224,16 @@ public enum f32_conv_8x16_direct {
                 wp += taps * channelBlock
             }
         } }
-        store(a0, 0, j0, 16); store(a1, 1, j0, 16); store(a2, 2, j0, 16); store(a3, 3, j0, 16)
-        store(a4, 4, j0, 16); store(a5, 5, j0, 16); store(a6, 6, j0, 16); store(a7, 7, j0, 16)
-        store(c0, 0, j1, count1); store(c1, 1, j1, count1); store(c2, 2, j1, count1); store(c3, 3, j1, count1)
-        store(c4, 4, j1, count1); store(c5, 5, j1, count1); store(c6, 6, j1, count1); store(c7, 7, j1, count1)
+        storeBlock(a0, a1, a2, a3, a4, a5, a6, a7, j: j0, count: 16, store)
+        storeBlock(c0, c1, c2, c3, c4, c5, c6, c7, j: j1, count: count1, store)
+    }
+
+    /// Output channels 0..<8 of the pixel block at `j` (its first `count` pixels) through `store`.
+    @inline(__always)
+    static func storeBlock(_ a0: SIMD16<Float>, _ a1: SIMD16<Float>, _ a2: SIMD16<Float>, _ a3: SIMD16<Float>,
+                           _ a4: SIMD16<Float>, _ a5: SIMD16<Float>, _ a6: SIMD16<Float>, _ a7: SIMD16<Float>,
+                           j: Int, count: Int, _ store: (SIMD16<Float>, Int, Int, Int) -> Void) {
+        store(a0, 0, j, count); store(a1, 1, j, count); store(a2, 2, j, count); store(a3, 3, j, count)
+        store(a4, 4, j, count); store(a5, 5, j, count); store(a6, 6, j, count); store(a7, 7, j, count)
     }
 }
