@@ -196,7 +196,7 @@ let package = Package(
             name: "GlimpseServerTests",
             dependencies: [
                 "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseImage", "GlimpseLoad", "GlimpseTestSupport",
-                hummingbird, metricsTestKit, nioHTTP2, nioHPACK, nioCore, httpTypes, logging, serviceLifecycle,
+                hummingbird, metricsTestKit, nioHTTP2, nioHPACK, nioCore, nioPosix, httpTypes, logging, serviceLifecycle,
             ],
             swiftSettings: cpuSettings
         ),

@@ -167,7 +167,7 @@ public final class InferenceService: Sendable {
     }
 
     /// Images decoded in the calling task rather than on the decode pool: at most this many encoded
-    /// bytes and declared pixels (64×64).
+    /// bytes and declared pixels (256×256).
     static let inlineDecodeMaxBytes = 64 << 10
     static let inlineDecodeMaxPixels = 256 * 256
 

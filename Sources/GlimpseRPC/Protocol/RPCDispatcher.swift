@@ -75,6 +75,16 @@ public final class RPCDispatcher: Sendable {
         if let classify, let call = body.withUnsafeBufferPointer({ ClassifyCall.parse($0, limits: classify.limits) }) {
             return await run(call, classify)
         }
+        // Every other call runs on the global pool, whatever executor the caller prefers: a server
+        // may run small calls on a network event loop, and other methods (loading a model, a batch
+        // of calls) must not hold it.
+        return await withTaskExecutorPreference(globalConcurrentExecutor) {
+            await handleDocument(body: body, context: context)
+        }
+    }
+
+    /// `handle` for a body that is not a plain `classify` call: parsed as a JSON value.
+    private func handleDocument(body: [UInt8], context: RPCContext) async -> RPCHTTPResponse {
         let document: JSONValue
         do {
             document = try JSONValue.parse(body)

@@ -12,6 +12,11 @@ extension GlimpseHTTPChannel.FrameServing {
              done: @escaping @Sendable (CollectedResponse) -> Void) -> Task<Void, Never> {
         if RPCRoute.takes(head) {
             let rpc = self.rpc, authorization = head.headerFields[.authorization]
+            if let body, body.readableBytes <= Self.loopBodyLimit {
+                return Task(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) {
+                    done(await rpc.respond(authorization: authorization, body: body))
+                }
+            }
             return Task { done(await rpc.respond(authorization: authorization, body: body)) }
         }
         let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
@@ -19,4 +24,9 @@ extension GlimpseHTTPChannel.FrameServing {
         let responder = self.responder, logger = self.logger
         return Task { done(await respondCollecting(request, context: context, responder: responder, logger: logger)) }
     }
+
+    /// `/rpc` bodies up to this size run their task on the connection's event loop
+    /// (`EventLoopTaskExecutor`); larger ones on the global pool, so that reading a large body
+    /// (its JSON, its base64) does not hold up the loop's other streams.
+    static let loopBodyLimit = 64 << 10
 }
