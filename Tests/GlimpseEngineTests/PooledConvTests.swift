@@ -25,8 +25,11 @@ final class PooledConvTests: XCTestCase {
                                           pads: [c.poolPad, c.poolPad, c.poolPad, c.poolPad], ceilMode: c.ceil)
         let g = try window.geometry(channels: c.cin, h: c.h, w: c.w, kernel: [c.kernel, c.kernel])
         let p = try poolWindow.geometry(channels: c.cout, h: g.outHeight, w: g.outWidth, kernel: [c.pool, c.pool])
-        XCTAssertEqual(PooledConv(conv: g, pool: p, channels: c.cout, batch: batch, threads: threads, depthwise: false,
-                                  group: 1).banded, c.banded, "\(c)")
+        let fused = PooledConv(conv: g, pool: p, channels: c.cout, batch: batch, threads: threads, depthwise: false, group: 1)
+        XCTAssertEqual(fused.banded, c.banded, "\(c)")
+        // The rows the pool reads: up to the last window's last row.
+        let lastRow = (p.outHeight - 1) * p.strideH - p.padTop + p.kernelHeight - 1
+        XCTAssertEqual(fused.convRowsRead, min(g.outHeight, lastRow + 1), "\(c)")
 
         let graph = Graph(name: "pooled")
         let conv = ConvOp(window: window, group: 1)
@@ -80,6 +83,11 @@ final class PooledConvTests: XCTestCase {
             // A short reduction (`f32_conv_8x16_direct`) and a small output: both whole.
             Case(cin: 1, cout: 40, h: 90, w: 90, kernel: 5, stride: 1, pad: 2, pool: 2, banded: false),
             Case(cin: 8, cout: 16, h: 20, w: 20, kernel: 3, stride: 1, pad: 1, banded: false),
+            // mnist-8's second layer and pool: the 3×3 windows at stride 3 read rows 0..<12 of 14,
+            // so the last rows' blocks are not computed. Its first layer (through the shifted
+            // copies) with the same pool: rows 0..<27 of 28.
+            Case(cin: 8, cout: 16, h: 14, w: 14, kernel: 5, stride: 1, pad: 2, pool: 3, poolStride: 3, banded: false),
+            Case(cin: 1, cout: 8, h: 28, w: 28, kernel: 5, stride: 1, pad: 2, pool: 3, poolStride: 3, banded: false),
         ]
         for c in cases {
             try check(c, batch: 1, threads: 1)

@@ -7,7 +7,8 @@ extension ConvKernel {
     func runDirect(_ pool: ThreadPool, _ weights: UnsafePointer<Float>) {
         let g = geometry
         let m = outPerGroup, n = g.outPixels
-        let blocks = f32_conv_8x16_direct.blockCount(g)
+        // Only the blocks that hold the rows computed (the fused pool's windows may stop short).
+        let blocks = min(f32_conv_8x16_direct.blockCount(g), (min(rowsComputed, g.outHeight) * g.outWidth + 15) / 16)
         let total = batch * blocks
         let inImage = g.inChannels * g.inPixels, outImage = m * n
         let copies = f32_conv_8x16_direct.readsCopies(g, outChannels: m)

@@ -27,6 +27,10 @@ struct ConvKernel: Kernel {
     /// `PhasePlaneSource` (empty otherwise).
     let phaseTaps: [Int]
     let retain: [AnyObject]
+    /// Output rows from the top that are computed where the path can stop early (the direct path);
+    /// the rows below are left unwritten. A fused pool whose windows stop above the last rows
+    /// (mnist-8's 3×3 pool at stride 3 reads 12 of 14) sets it (`PooledConv.convRowsRead`).
+    var rowsComputed = Int.max
 
     /// Whether an ungrouped convolution whose im2col rows are not shifted copies of the input
     /// (stride 2, an output narrower than the input) reads phase planes (`PhasePlaneSource`) instead of an

@@ -277,7 +277,8 @@ public final class ConvOp: Operator {
         let plan = PooledConv(conv: geometry, pool: p, channels: outChannels, batch: x.shape[0], threads: ctx.threads,
                               depthwise: isDepthwise, group: group)
         let staging = ctx.workspace + own
-        let conv = try convKernel(ctx, geometry: geometry, output: plan.banded ? ctx.outputs[0].f32 : staging)
+        var conv = try convKernel(ctx, geometry: geometry, output: plan.banded ? ctx.outputs[0].f32 : staging)
+        if !plan.banded { conv.rowsComputed = plan.convRowsRead }
         return PooledConvKernel(conv: conv, plan: plan, output: ctx.outputs[0].f32, staging: staging)
     }
 

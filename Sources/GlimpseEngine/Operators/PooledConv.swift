@@ -57,6 +57,13 @@ struct PooledConv {
         bandFloats = (channels * rows * g.outWidth + 64 + 15) / 16 * 16
     }
 
+    /// Rows of the convolution's output, from the top, that the pool's windows read: below the
+    /// last window's last row nothing needs computing.
+    var convRowsRead: Int {
+        let last = (pool.outHeight - 1) * pool.strideH - pool.padTop + (pool.kernelHeight - 1) * pool.dilationH
+        return min(conv.outHeight, max(0, last + 1))
+    }
+
     var workspaceFloats: Int {
         banded ? threads * (bandFloats + poolScratch)
                : (batch * channels * conv.outPixels + 64 + 15) / 16 * 16 + threads * poolScratch
