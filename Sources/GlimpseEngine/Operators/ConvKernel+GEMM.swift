@@ -87,12 +87,14 @@ extension ConvKernel {
         return threads > 1 && panels <= 3 && rowTiles >= 4 * threads ? threads : runs
     }
 
-    /// Splits `items` × `unitsPerItem` units of work into `tasks` contiguous runs (at least one) and
-    /// calls `body(thread, item, units)` for each item's share of a run.
+    /// Splits `items` × `unitsPerItem` units of work into `tasks` contiguous runs (at least one; one
+    /// on a one-thread pool) and calls `body(thread, item, units)` for each item's share of a run.
     static func contiguousRuns(_ pool: ThreadPool, tasks: Int, items: Int, unitsPerItem: Int,
                                        _ body: (Int, Int, Range<Int>) -> Void) {
         let total = items * unitsPerItem
-        let tasks = max(1, min(tasks, total))
+        // One thread (a batch run serially): one run, so per-run set-up (the direct path's shifted
+        // copies of the input rows) is paid once per image.
+        let tasks = pool.threads == 1 ? 1 : max(1, min(tasks, total))
         pool.parallelTasks(tasks) { slot, thread in
             let hi = total * (slot + 1) / tasks
             var task = total * slot / tasks
