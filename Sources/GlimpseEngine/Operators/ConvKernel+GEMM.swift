@@ -92,9 +92,9 @@ extension ConvKernel {
     static func contiguousRuns(_ pool: ThreadPool, tasks: Int, items: Int, unitsPerItem: Int,
                                        _ body: (Int, Int, Range<Int>) -> Void) {
         let total = items * unitsPerItem
-        // One thread (a batch run serially): one run, so per-run set-up (the direct path's shifted
-        // copies of the input rows) is paid once per image.
-        let tasks = pool.threads == 1 ? 1 : max(1, min(tasks, total))
+        // One run on a one-thread pool: per-run set-up (the direct path's shifted copies of the
+        // input rows) is then paid once per image.
+        let tasks = pool.taskCount(max(1, min(tasks, total)))
         pool.parallelTasks(tasks) { slot, thread in
             let hi = total * (slot + 1) / tasks
             var task = total * slot / tasks

@@ -95,8 +95,8 @@ public final class PoolOp: Operator {
     static func poolPlanes(_ pool: ThreadPool, geometry g: ConvGeometry, kind: PoolKind, input: UnsafePointer<Float>,
                            output: UnsafeMutablePointer<Float>, planes: Int, scratch: UnsafeMutablePointer<Float>,
                            scratchPerThread per: Int, threads: Int) {
-        // On a one-thread pool one task: the row pooler is set up once, not per task.
-        let tasks = pool.threads == 1 ? 1 : min(planes, threads * 4)
+        // One task on a one-thread pool: the row pooler is set up once, not per task.
+        let tasks = pool.taskCount(min(planes, threads * 4))
         pool.parallelTasks(tasks) { task, thread in
             let plane = f32_pool2d_rows(geometry: g, kind: kind, scratch: scratch + thread * per)
             for p in (planes * task / tasks)..<(planes * (task + 1) / tasks) {

@@ -45,6 +45,10 @@ public final class ThreadPool: @unchecked Sendable {
         state.parallelFor(count, serial: threads == 1) { i, _ in body(i) }
     }
 
+    /// How many tasks to split work into where `wanted` would suit all threads: one on a one-thread
+    /// pool (a batch run serially), where more tasks only repeat each task's set-up.
+    public func taskCount(_ wanted: Int) -> Int { threads == 1 ? 1 : wanted }
+
     /// Runs `body(task, thread)` for every task in 0..<count. `thread` (in 0..<threads) names the
     /// thread running the task, for per-thread scratch; no two tasks run on one thread at once.
     /// Split work into several tasks per thread, in an order where neighbouring tasks touch

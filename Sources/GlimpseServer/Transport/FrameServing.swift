@@ -12,12 +12,11 @@ extension GlimpseHTTPChannel.FrameServing {
              done: @escaping @Sendable (CollectedResponse) -> Void) -> Task<Void, Never> {
         if RPCRoute.takes(head) {
             let rpc = self.rpc, authorization = head.headerFields[.authorization]
-            if let body, body.readableBytes <= Self.loopBodyLimit {
-                return Task(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) {
-                    done(await rpc.respond(authorization: authorization, body: body))
-                }
+            // No preference (nil): the global pool, as `Task {}`.
+            let onLoop = body.map { $0.readableBytes <= Self.loopBodyLimit } ?? false
+            return Task(executorPreference: onLoop ? EventLoopTaskExecutor(channel.eventLoop) : nil) {
+                done(await rpc.respond(authorization: authorization, body: body))
             }
-            return Task { done(await rpc.respond(authorization: authorization, body: body)) }
         }
         let request = Request(head: head, body: body.map { RequestBody(buffer: $0) } ?? RequestBody(asyncSequence: TooLargeBody()))
         let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
