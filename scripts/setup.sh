@@ -25,10 +25,10 @@ fi
 
 if [ "${1:-}" = "--test" ]; then
   venv="$(cd "$(dirname "$0")/.." && pwd)/.build/onnxruntime-venv"
-  if ! "$venv/bin/python" -c "import onnxruntime, numpy" 2>/dev/null; then
-    echo "installing onnxruntime and numpy into $venv" >&2
+  if ! "$venv/bin/python" -c "import onnxruntime, numpy, onnx" 2>/dev/null; then
+    echo "installing onnxruntime, numpy and onnx into $venv" >&2
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q onnxruntime numpy
+    "$venv/bin/pip" install -q onnxruntime numpy onnx
   fi
   # A client Glimpse did not write, for the Open Inference Protocol (KServe v2) tests; pinned.
   triton="$(cd "$(dirname "$0")/.." && pwd)/.build/tritonclient-venv"
