@@ -27,8 +27,10 @@ let vnniCPUs: Set<String> = ["znver4", "znver5", "icelake-server", "icelake-clie
 /// and selected where VNNI is missing. (Not the x86-64-v3/v4 levels: swiftc's -target-cpu rejects them.)
 let avx2CPUs: Set<String> = vnniCPUs.union(["haswell", "broadwell", "skylake", "skylake-avx512", "alderlake", "znver1",
                                             "znver2", "znver3"])
+/// Targets with AVX-512 F/BW/DQ/VL (`GLIMPSE_AVX512`): the kernels sized for 32 zmm registers are compiled for them.
+let avx512CPUs: Set<String> = vnniCPUs.union(["skylake-avx512"])
 let cpuFlags: [String] = ["-target-cpu", cpu, "-Xcc", "-march=\(cpu)"] + (vnniCPUs.contains(cpu) ? ["-DGLIMPSE_VNNI"] : [])
-    + (avx2CPUs.contains(cpu) ? ["-DGLIMPSE_AVX2"] : [])
+    + (avx2CPUs.contains(cpu) ? ["-DGLIMPSE_AVX2"] : []) + (avx512CPUs.contains(cpu) ? ["-DGLIMPSE_AVX512"] : [])
 // Compute targets are optimized in every configuration (debug too), so `swift test` in debug
 // runs real kernels at full speed. See README "Build configurations".
 let computeSettings: [SwiftSetting] = [.unsafeFlags(cpuFlags + ["-O", "-enforce-exclusivity=unchecked"])]
@@ -120,7 +122,7 @@ let package = Package(
         ),
         .target(
             name: "GlimpseRPC",
-            dependencies: ["GlimpseServing", "GlimpseImage", "GlimpseJSON", logging],
+            dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseImage", "GlimpseJSON", logging],
             swiftSettings: serviceSettings
         ),
         .target(
@@ -140,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "glimpse",
             dependencies: [
-                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseTraining", "GlimpseONNX", "GlimpseImage", "GlimpseTensor",
+                "GlimpseServer", "GlimpseRPC", "GlimpseServing", "GlimpseModelTools", "GlimpseQuantize", "GlimpseTraining", "GlimpseONNX", "GlimpseEngine", "GlimpseImage", "GlimpseTensor",
                 argumentParser, logging, metrics, serviceLifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

@@ -15,6 +15,43 @@
 
 #define GLIMPSE_INLINE static inline __attribute__((always_inline))
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+/// Instruction-set features of this CPU that the kernels can use, as `GLIMPSE_CPU_*` bits: cpuid
+/// leaves 1 and 7, and XCR0 (`xgetbv`) for the register state the operating system saves, since a
+/// CPU may list AVX or AVX-512 while the OS does not enable their registers.
+#define GLIMPSE_CPU_AVX2 (1u << 0)        /* AVX2 + FMA + F16C, ymm state enabled */
+#define GLIMPSE_CPU_AVX512F (1u << 1)     /* AVX-512 F, zmm and mask state enabled */
+#define GLIMPSE_CPU_AVX512BW (1u << 2)    /* AVX-512 BW + DQ + VL */
+#define GLIMPSE_CPU_AVX512VNNI (1u << 3)
+#define GLIMPSE_CPU_AVX512VBMI (1u << 4)
+#define GLIMPSE_CPU_AVXVNNI (1u << 5)     /* VEX-encoded VNNI (Alder Lake, Zen 5 without AVX-512) */
+static inline unsigned glimpse_cpu_features(void) {
+    unsigned a, b, c, d, out = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    int ymm = (lo & 0x6) == 0x6, zmm = (lo & 0xE6) == 0xE6;
+    if (!ymm) return 0;
+    unsigned a7, b7, c7, d7;
+    if (!__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) return 0;
+    if (((b7 >> 5) & 1) && fma && f16c) out |= GLIMPSE_CPU_AVX2;
+    if (zmm && ((b7 >> 16) & 1)) out |= GLIMPSE_CPU_AVX512F;
+    if ((out & GLIMPSE_CPU_AVX512F) && ((b7 >> 17) & 1) && ((b7 >> 30) & 1) && ((b7 >> 31) & 1)) out |= GLIMPSE_CPU_AVX512BW;
+    if ((out & GLIMPSE_CPU_AVX512BW) && ((c7 >> 11) & 1)) out |= GLIMPSE_CPU_AVX512VNNI;
+    if ((out & GLIMPSE_CPU_AVX512BW) && ((c7 >> 1) & 1)) out |= GLIMPSE_CPU_AVX512VBMI;
+    unsigned a71, b71, c71, d71;
+    if (a7 >= 1 && __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && ((a71 >> 4) & 1) && (out & GLIMPSE_CPU_AVX2))
+        out |= GLIMPSE_CPU_AVXVNNI;
+    return out;
+}
+#else
+static inline unsigned glimpse_cpu_features(void) { return 0; }
+#endif
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define GLIMPSE_SIMD_HAS_VNNI512 1
 /// vpdpbusd: each 32-bit lane of `acc` gains the sum of the four products of the unsigned bytes of
@@ -226,6 +263,30 @@ GLIMPSE_INLINE __m256 glimpse_clamp_f32_256(__m256 v, __m256 lower, __m256 upper
 GLIMPSE_INLINE __m256i glimpse_max_u8_avx2_256(__m256i a, __m256i b) { return _mm256_max_epu8(a, b); }
 GLIMPSE_INLINE __m128i glimpse_max_u8_avx2_128(__m128i a, __m128i b) { return _mm_max_epu8(a, b); }
 GLIMPSE_INLINE __m256i glimpse_max_u16_avx2_256(__m256i a, __m256i b) { return _mm256_max_epu16(a, b); }
+
+/// The exact AVX2 int8 GEMM (`qs8_gemm_8x32_avx2`) multiplies int16 operands with `vpmaddwd`: u8 inputs
+/// and s8 weights widened to int16 once (the weights when the model loads, the inputs once per panel),
+/// two products per 32-bit lane, which can neither overflow nor saturate. Sixteen multiply-adds per
+/// instruction, as many as `vpmaddubsw` + `vpmaddwd` give onnxruntime, without its int16 saturation.
+/// acc + vpmaddwd(a, b).
+GLIMPSE_INLINE __m256i glimpse_madd_i16_256(__m256i acc, __m256i a, __m256i b) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+}
+/// One k-group of a u8 B panel (`[32 columns][4 bytes]`, 128 bytes at `src`) as two int16 k-pair rows
+/// (`[32 columns][2 int16]`, 128 bytes each, at `dst` and `dst + 128`): bytes 0-1 of each column to the
+/// first, bytes 2-3 to the second, zero-extended.
+GLIMPSE_INLINE void glimpse_widen_group_c4_c2(const void *src, void *dst) {
+    const __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    for (int q = 0; q < 4; q++) {
+        const unsigned char *s = (const unsigned char *)src + 32 * q;
+        // Columns 8q..8q+3 and 8q+4..8q+7 as int16 pairs: dwords (c0 k01, c0 k23, c1 k01, ...).
+        __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)s));
+        __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 16)));
+        __m256i x0 = _mm256_permutevar8x32_epi32(w0, order), x1 = _mm256_permutevar8x32_epi32(w1, order);
+        _mm256_storeu_si256((__m256i *)((unsigned char *)dst + 32 * q), _mm256_permute2x128_si256(x0, x1, 0x20));
+        _mm256_storeu_si256((__m256i *)((unsigned char *)dst + 128 + 32 * q), _mm256_permute2x128_si256(x0, x1, 0x31));
+    }
+}
 
 /// Exact u8 × s8 dot products of four bytes per 32-bit lane without VNNI: bytes widened to int16
 /// (`vpmovzxbw` / `vpmovsxbw`), then `vpmaddwd`, whose products and pair sums cannot overflow.

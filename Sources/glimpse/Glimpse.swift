@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GlimpseEngine
 
 @main
 struct Glimpse: AsyncParsableCommand {
@@ -9,6 +10,27 @@ struct Glimpse: AsyncParsableCommand {
         subcommands: [Serve.self, Classify.self, Models.self, Eval.self, Quantize.self, Train.self, Bench.self],
         defaultSubcommand: Serve.self
     )
+
+    /// Checks `GLIMPSE_ISA` before any command runs: a kernel variant the CPU lacks stops here with the
+    /// CPU's features named, not with an illegal instruction later.
+    static func main() async {
+        do {
+            try EngineInfo.validateISA()
+        } catch {
+            FileHandle.standardError.write(Data("glimpse: \(error)\n".utf8))
+            Foundation.exit(2)
+        }
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Options shared by the commands that load models.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GlimpseEngine
 import GlimpseImage
 import GlimpseRPC
 import GlimpseServer
@@ -80,6 +81,8 @@ struct Serve: AsyncParsableCommand {
         let metrics = prometheus.bootstrap()
         let energy = EnergyMeter(wattsPerCore: wattsPerCore)
         let sampler = ProcessSampler(energy: energy, metrics: metrics)
+        logger.info("kernels: \(EngineInfo.isa) (CPU: \(EngineInfo.cpuFeatures); this binary has \(EngineInfo.compiledISAs.joined(separator: ", ")); GLIMPSE_ISA chooses a lower one)")
+        Gauge(label: GlimpseMetrics.buildInfo, dimensions: [("isa", EngineInfo.isa)]).record(1)
         logger.info("energy meter: \(energy.source == .rapl ? "RAPL package energy" : "estimate, \(wattsPerCore) W per busy core (no readable RAPL in /sys/class/powercap)")")
 
         let serving = try servingConfiguration()

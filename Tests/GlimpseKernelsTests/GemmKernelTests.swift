@@ -2,8 +2,9 @@ import GlimpseKernels
 import GlimpseTestSupport
 import XCTest
 
-/// f32_gemm_6x32_avx512 through GemmDriver against the scalar reference, sweeping shapes with
-/// row/column/K tails and every epilogue feature.
+/// The GEMM micro-kernels of every variant this CPU runs (`f32_gemm_6x32_avx512`, `f32_gemm_6x16_avx2`)
+/// through GemmDriver against the scalar reference, sweeping shapes with row/column/K tails and every
+/// epilogue feature.
 final class GemmKernelTests: XCTestCase {
     /// `unpackA` inverts `packA`, across row tails and K blocks.
     func testUnpackAInvertsPackA() {
@@ -19,6 +20,16 @@ final class GemmKernelTests: XCTestCase {
 
     func run(m: Int, n: Int, k: Int, epilogue makeEpilogue: (AlignedBuffer, AlignedBuffer, AlignedBuffer) -> GemmEpilogue,
              seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertFalse(KernelDispatch.available.isEmpty)
+        for isa in KernelDispatch.available {
+            KernelDispatch.withISA(isa) {
+                runOne(m: m, n: n, k: k, epilogue: makeEpilogue, seed: seed, label: "\(isa)", file: file, line: line)
+            }
+        }
+    }
+
+    func runOne(m: Int, n: Int, k: Int, epilogue makeEpilogue: (AlignedBuffer, AlignedBuffer, AlignedBuffer) -> GemmEpilogue,
+                seed: UInt64, label: String, file: StaticString, line: UInt) {
         var rng = TestRandom(seed: seed)
         let a = AlignedBuffer(rng.floats(m * k)), b = AlignedBuffer(rng.floats(k * n))
         let rowBias = AlignedBuffer(rng.floats(m + 16)), colBias = AlignedBuffer(rng.floats(n + 16))
@@ -32,7 +43,7 @@ final class GemmKernelTests: XCTestCase {
         GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: RowMajorB(base: b.pointer, rowStride: n),
                        c: c.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
         f32_gemm_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: n, c: ref.pointer, ldc: n, epilogue: ep)
-        assertClose(c.array, ref.array, tolerance: 1e-5, "m=\(m) n=\(n) k=\(k)", file: file, line: line)
+        assertClose(c.array, ref.array, tolerance: 1e-5, "\(label) m=\(m) n=\(n) k=\(k)", file: file, line: line)
 
         // Same with B pre-packed (the weights path of Gemm/MatMul).
         let packedB = AlignedBuffer(GemmPacking.packedBCount(n: n, k: k))
@@ -40,7 +51,7 @@ final class GemmKernelTests: XCTestCase {
         let c2 = AlignedBuffer([Float](repeating: .nan, count: m * n))
         GemmDriver.run(m: m, n: n, k: k, packedA: packedA.pointer, b: PackedB(base: packedB.pointer, k: k),
                        c: c2.pointer, ldc: n, epilogue: ep, panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch.pointer)
-        assertClose(c2.array, ref.array, tolerance: 1e-5, "packed B m=\(m) n=\(n) k=\(k)", file: file, line: line)
+        assertClose(c2.array, ref.array, tolerance: 1e-5, "\(label) packed B m=\(m) n=\(n) k=\(k)", file: file, line: line)
     }
 
     func testShapesWithTails() {
@@ -211,16 +222,21 @@ final class GemmKernelTests: XCTestCase {
             GemmPacking.packA(a.pointer, m: m, k: k, rowStride: k, colStride: 1, into: packedA.pointer)
             let c = AlignedBuffer([Float](repeating: .nan, count: m * ldc)), ref = AlignedBuffer(m * n)
             let tiles = (m + GemmTile.mr - 1) / GemmTile.mr, cut = rng.int(0...tiles)
-            for range in [0..<cut, cut..<tiles] {
-                Gemm49Driver.run(m: m, k: k, packedA: packedA.pointer, b: b.pointer, ldb: ldb, c: c.pointer, ldc: ldc,
-                                 epilogue: ep, rowTiles: range)
-            }
             f32_gemm_reference(m: m, n: n, k: k, a: a.pointer, lda: k, b: b.pointer, ldb: ldb, c: ref.pointer, ldc: n, epilogue: ep)
-            let out = c.array
-            let columns = (0..<m).flatMap { r in out[(r * ldc)..<(r * ldc + n)] }
-            assertClose(columns, ref.array, tolerance: 1e-5, "m=\(m) k=\(k) ldb=\(ldb) ldc=\(ldc)")
-            let padding = (0..<m).flatMap { r in out[(r * ldc + n)..<(r * ldc + ldc)] }
-            XCTAssertTrue(padding.allSatisfy(\.isNaN), "m=\(m) k=\(k) ldc=\(ldc): written past column 48")
+            for isa in KernelDispatch.available {
+                c.pointer.update(repeating: .nan, count: m * ldc)
+                KernelDispatch.withISA(isa) {
+                    for range in [0..<cut, cut..<tiles] {
+                        Gemm49Driver.run(m: m, k: k, packedA: packedA.pointer, b: b.pointer, ldb: ldb, c: c.pointer, ldc: ldc,
+                                         epilogue: ep, rowTiles: range)
+                    }
+                }
+                let out = c.array
+                let columns = (0..<m).flatMap { r in out[(r * ldc)..<(r * ldc + n)] }
+                assertClose(columns, ref.array, tolerance: 1e-5, "\(isa) m=\(m) k=\(k) ldb=\(ldb) ldc=\(ldc)")
+                let padding = (0..<m).flatMap { r in out[(r * ldc + n)..<(r * ldc + ldc)] }
+                XCTAssertTrue(padding.allSatisfy(\.isNaN), "\(isa) m=\(m) k=\(k) ldc=\(ldc): written past column 48")
+            }
         }
     }
 

@@ -2,14 +2,14 @@ import GlimpseKernels
 import GlimpseTestSupport
 import XCTest
 
-/// The AVX2 int8 GEMM (`vpmaddubsw` + `vpmaddwd` on split inputs), called directly so that VNNI
-/// builds test it too, against the scalar reference bit for bit.
+/// The AVX2 int8 GEMM (`vpmaddwd` on int16-widened operands, the wide layouts), called directly so
+/// that VNNI builds test it too, against the scalar reference bit for bit.
 final class Int8AVX2KernelTests: XCTestCase {
     typealias Bytes = Int8KernelTests.Bytes
 
     /// Packs a u8 matrix `x[k][n]` (n ≤ 32) into one B panel `[K/4][32][4]`, zeros past k and n.
     func panel(_ x: [UInt8], k: Int, n: Int) -> Bytes {
-        let p = Bytes(QS8Gemm.panelCount(k: k))
+        let p = Bytes(QS8Gemm.panelCount(k: k, wide: true))
         for g in 0..<QS8Gemm.kGroups(k) {
             for j in 0..<n {
                 for i in 0..<4 where 4 * g + i < k { p.u8[(g * 32 + j) * 4 + i] = x[(4 * g + i) * n + j] }
@@ -22,9 +22,10 @@ final class Int8AVX2KernelTests: XCTestCase {
     func check(w: [Int8], x: [UInt8], rows: Int, k: Int, n: Int, requant r: Requantization, _ message: String,
                file: StaticString = #filePath, line: UInt = #line) -> [Int32] {
 #if GLIMPSE_AVX2
-        let a = Bytes(QS8Gemm.packedACount(m: rows, k: k))
-        w.withUnsafeBufferPointer { QS8Gemm.packA($0.baseAddress!, m: rows, k: k, into: a.s8) }
+        let a = Bytes(QS8Gemm.packedACount(m: rows, k: k, wide: true))
+        w.withUnsafeBufferPointer { QS8Gemm.packA($0.baseAddress!, m: rows, k: k, into: a.s8, wide: true) }
         let b = panel(x, k: k, n: n)
+        QS8Gemm.widenPanel(b.u8, groups: QS8Gemm.kGroups(k))
         let storage = RequantStorage(r)
         let ldc = n + 3
         let out = Bytes(rows * ldc)
@@ -72,7 +73,7 @@ final class Int8AVX2KernelTests: XCTestCase {
     }
 
     /// Weights and inputs at the ends of their ranges, where plain `vpmaddubsw` saturates its pair
-    /// sums (255·(−128) twice is −65280): the split form must still equal the exact sums.
+    /// sums (255·(−128) twice is −65280): the int16 form must still equal the exact sums.
     func testAVX2GemmExactWhereMaddubsSaturates() throws {
         try skipUnlessAVX2()
         var rng = TestRandom(seed: 29)
@@ -84,7 +85,7 @@ final class Int8AVX2KernelTests: XCTestCase {
                                zeroPoint: 128)
         let sums = check(w: w, x: x, rows: rows, k: k, n: n, requant: r, "extremes")
         // The same sums with int16-saturated pair sums, as plain vpmaddubsw would give: they differ,
-        // so this case really is the one the split exists for.
+        // so this case really is the one exactness is about.
         var saturatedDiffers = false
         for row in 0..<rows {
             for j in 0..<n {

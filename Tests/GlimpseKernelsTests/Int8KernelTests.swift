@@ -116,7 +116,18 @@ final class Int8KernelTests: XCTestCase {
     }
 
     /// One convolution through `QS8Conv`'s tiles against `QS8ConvReference`, bit for bit.
+    /// Every kernel variant this CPU runs (the narrow and the wide layouts alike).
     func checkConv(_ rng: inout TestRandom, _ g: ConvGeometry, cout: Int, trial: Int, file: StaticString = #filePath, line: UInt = #line) {
+        let state = rng
+        for isa in KernelDispatch.available {
+            rng = state
+            KernelDispatch.withISA(isa) {
+                checkConvOnce(&rng, g, cout: cout, trial: trial, label: "\(isa)", file: file, line: line)
+            }
+        }
+    }
+
+    func checkConvOnce(_ rng: inout TestRandom, _ g: ConvGeometry, cout: Int, trial: Int, label: String, file: StaticString, line: UInt) {
         let cin = g.inChannels
         let zx = trial % 3 == 0 ? UInt8(0) : UInt8(rng.int(0...255))
         let k = g.patchSize
@@ -131,7 +142,7 @@ final class Int8KernelTests: XCTestCase {
         for t in 0..<conv.tilesPerImage {
             conv.runTile(t, x: x.u8, y: out.u8, packedA: packed.s8, requant: storage.pointers, panel: panel.u8)
         }
-        XCTAssertEqual(out.bytes, ref.bytes, "trial \(trial): \(g), cout \(cout), zx \(zx)", file: file, line: line)
+        XCTAssertEqual(out.bytes, ref.bytes, "\(label) trial \(trial): \(g), cout \(cout), zx \(zx)", file: file, line: line)
         // The outputs are not all clamped: the test would prove little otherwise (a fused clip may
         // clamp a small output whole).
         if r.lower == 0 && r.upper == 255 {
@@ -155,19 +166,24 @@ final class Int8KernelTests: XCTestCase {
                 QS8ConvReference.conv(x: x.u8 + n * inImage, inputZeroPoint: zx, w: w.s8, group: 1, geometry: g, outChannels: cout,
                                       requant: r, y: ref.u8 + n * outImage)
             }
-            let (packed, storage) = packGemm(w, cout: cout, k: k, requant: r, inputZeroPoint: zx)
-            let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
-            let scratch = Bytes(conv.batchScratchBytes)
             // Parts of whole 8-row blocks, the last one possibly short or empty.
             let step = rng.int(1...3) * QS8Gemm.mr
-            for part in stride(from: 0, to: cout, by: step) {
-                let rows = part..<min(cout, part + step)
-                for t in 0..<conv.batchTiles(batch: batch) {
-                    conv.runBatchTile(t, batch: batch, rows: rows, x: x.u8, y: out.u8, packedA: packed.s8, requant: storage.pointers,
-                                      scratch: scratch.u8)
+            for isa in KernelDispatch.available {
+                KernelDispatch.withISA(isa) {
+                    out.u8.update(repeating: 0, count: out.count)
+                    let (packed, storage) = packGemm(w, cout: cout, k: k, requant: r, inputZeroPoint: zx)
+                    let conv = QS8Conv(geometry: g, outChannels: cout, inputZeroPoint: zx)
+                    let scratch = Bytes(conv.batchScratchBytes)
+                    for part in stride(from: 0, to: cout, by: step) {
+                        let rows = part..<min(cout, part + step)
+                        for t in 0..<conv.batchTiles(batch: batch) {
+                            conv.runBatchTile(t, batch: batch, rows: rows, x: x.u8, y: out.u8, packedA: packed.s8, requant: storage.pointers,
+                                              scratch: scratch.u8)
+                        }
+                    }
+                    XCTAssertEqual(out.bytes, ref.bytes, "\(isa) trial \(trial): batch \(batch), \(g), cout \(cout), parts of \(step)")
                 }
             }
-            XCTAssertEqual(out.bytes, ref.bytes, "trial \(trial): batch \(batch), \(g), cout \(cout), parts of \(step)")
         }
     }
 

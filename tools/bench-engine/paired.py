@@ -47,9 +47,9 @@ def main():
             sys.exit(f"{name} runner exited")
         return json.loads(line)
 
-    print("| model | batch | threads | batch ran | Glimpse ms | img/s | GFLOP/s | % of peak | onnxruntime ms "
+    print("| model | isa | batch | threads | batch ran | Glimpse ms | img/s | GFLOP/s | % of peak | onnxruntime ms "
           "| Glimpse/ORT | paired Glimpse/ORT (range) |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for path in models:
         for t in threads:
             for b in batches:
@@ -70,7 +70,7 @@ def main():
                 om = statistics.median(x["median_ms"] for x in o)
                 ratios = sorted(x["median_ms"] / y["median_ms"] for x, y in zip(g, o))
                 ran = "/".join(sorted(set(x["split"] for x in g))) if b > 1 else "-"
-                print(f"| {g[0]['model']} | {b} | {t} | {ran} | {gm:.2f} | {b / gm * 1000:.1f} "
+                print(f"| {g[0]['model']} | {g[0].get('isa', '?')} | {b} | {t} | {ran} | {gm:.2f} | {b / gm * 1000:.1f} "
                       f"| {statistics.median(x['gflops'] for x in g):.1f} | {statistics.median(x['pct_peak'] for x in g):.1f}"
                       f"{' int8' if g[0].get('peak') == 'int8' else ''} "
                       f"| {om:.2f} | {gm / om:.2f} | **{statistics.median(ratios):.2f}** ({ratios[0]:.2f}–{ratios[-1]:.2f}) |",

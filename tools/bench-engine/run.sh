@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Glimpse engine vs onnxruntime, same machine, same run, alternating engines (A B A B ...).
 #
-#   tools/bench-engine/run.sh [--seconds S] [--rounds R] [--batches 1,8,32] [--threads 1,2] [--paired] [MODEL...]
+#   tools/bench-engine/run.sh [--seconds S] [--rounds R] [--batches 1,8,32] [--threads 1,2] [--paired] [--isa ISA] [MODEL...]
+#
+# --isa runs Glimpse's kernels of that variant (GLIMPSE_ISA: portable, avx2, avx512, avx512vnni; default
+# the best this CPU and binary have); every row names the variant it ran.
 #
 # --paired measures the two engines in turn, configuration by configuration (R pairs of S-second
 # measurements each, default 7 × 0.5 s) and adds the median of the per-pair ratios (paired.py).
@@ -22,6 +25,7 @@ while [ $# -gt 0 ]; do
     --paired) PAIRED=1; shift ;;
     --batches) BATCHES=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --isa) export GLIMPSE_ISA=$2; shift 2 ;;
     *) MODELS+=("$1"); shift ;;
   esac
 done

@@ -40,12 +40,31 @@ public enum GemmDriver {
     /// Batch folded into N: with `imageColumns` < N, column j of the folded C is column
     /// j % imageColumns of image j / imageColumns, whose C (and residual) starts `imageStride` floats
     /// after the previous image's; `imageColumns` must be at least 32 so a tile spans at most two images.
+    ///
+    /// The micro-kernel is the dispatched ISA's (`KernelDispatch`): `f32_gemm_6x32_avx512` with
+    /// AVX-512's 32 registers, `f32_gemm_6x16_avx2` otherwise; both read the same packed operands.
     @inline(__always)
     public static func run<B: GemmBSource>(
         m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>, b: B,
         c: UnsafeMutablePointer<Float>, ldc: Int, epilogue: GemmEpilogue,
         panels: Range<Int>, rowTiles: Range<Int>? = nil, scratch: UnsafeMutablePointer<Float>,
         imageColumns: Int = .max, imageStride: Int = 0
+    ) {
+        if KernelDispatch.usesAVX512 {
+            run(F32Gemm6x32AVX512.self, m: m, n: n, k: k, packedA: packedA, b: b, c: c, ldc: ldc, epilogue: epilogue,
+                panels: panels, rowTiles: rowTiles, scratch: scratch, imageColumns: imageColumns, imageStride: imageStride)
+        } else {
+            run(F32Gemm6x16AVX2.self, m: m, n: n, k: k, packedA: packedA, b: b, c: c, ldc: ldc, epilogue: epilogue,
+                panels: panels, rowTiles: rowTiles, scratch: scratch, imageColumns: imageColumns, imageStride: imageStride)
+        }
+    }
+
+    @inline(__always)
+    static func run<K: F32GemmMicroKernel, B: GemmBSource>(
+        _ kernel: K.Type, m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>, b: B,
+        c: UnsafeMutablePointer<Float>, ldc: Int, epilogue: GemmEpilogue,
+        panels: Range<Int>, rowTiles: Range<Int>?, scratch: UnsafeMutablePointer<Float>,
+        imageColumns: Int, imageStride: Int
     ) {
         let mr = GemmTile.mr, nr = GemmTile.nr
         let mTiles = rowTiles ?? 0..<(m + mr - 1) / mr
@@ -76,7 +95,7 @@ public enum GemmDriver {
                                                   epilogue: last ? epilogue.shiftingResidual(by: slot.residualShift + imageStride)
                                                                        .offset(row: m0, col: 0) : nil)
                                 : nil
-                            f32_gemm_6x32_avx512(
+                            K.run(
                                 kc: kc, a: a, b: slot.b, c: slot.c + m0 * ldc, ldc: ldc, rows: min(mr, m - m0), cols: slot.columns,
                                 accumulate: k0 > 0,
                                 epilogue: last ? epilogue.shiftingResidual(by: slot.residualShift).offset(row: m0, col: slot.col) : nil,
@@ -109,5 +128,29 @@ public enum GemmDriver {
             self.inImage = inImage
             self.residualShift = residualShift
         }
+    }
+}
+
+/// A 6 × 32 micro-kernel over `GemmPacking`'s operands (see `f32_gemm_6x32_avx512`).
+protocol F32GemmMicroKernel {
+    static func run(kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>, c: UnsafeMutablePointer<Float>, ldc: Int,
+                    rows: Int, cols: Int, accumulate: Bool, epilogue: GemmEpilogue?, split: GemmColumnSplit?)
+}
+
+enum F32Gemm6x32AVX512: F32GemmMicroKernel {
+    @inline(__always)
+    static func run(kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>, c: UnsafeMutablePointer<Float>, ldc: Int,
+                    rows: Int, cols: Int, accumulate: Bool, epilogue: GemmEpilogue?, split: GemmColumnSplit?) {
+        f32_gemm_6x32_avx512(kc: kc, a: a, b: b, c: c, ldc: ldc, rows: rows, cols: cols, accumulate: accumulate,
+                             epilogue: epilogue, split: split)
+    }
+}
+
+enum F32Gemm6x16AVX2: F32GemmMicroKernel {
+    @inline(__always)
+    static func run(kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>, c: UnsafeMutablePointer<Float>, ldc: Int,
+                    rows: Int, cols: Int, accumulate: Bool, epilogue: GemmEpilogue?, split: GemmColumnSplit?) {
+        f32_gemm_6x16_avx2(kc: kc, a: a, b: b, c: c, ldc: ldc, rows: rows, cols: cols, accumulate: accumulate,
+                           epilogue: epilogue, split: split)
     }
 }

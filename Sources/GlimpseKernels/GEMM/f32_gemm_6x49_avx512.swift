@@ -108,16 +108,23 @@ public enum Gemm49Driver {
     public static func run(m: Int, k: Int, packedA: UnsafePointer<Float>, b: UnsafePointer<Float>, ldb: Int,
                            c: UnsafeMutablePointer<Float>, ldc: Int, epilogue: GemmEpilogue, rowTiles: Range<Int>) {
         let mr = GemmTile.mr
+        let avx512 = KernelDispatch.usesAVX512
         var k0 = 0
         repeat {
             let kc = min(GemmDriver.kBlock, k &- k0)
             let last = k0 &+ kc >= k
             for t in rowTiles {
                 let m0 = t &* mr
-                f32_gemm_6x49_avx512(
-                    kc: kc, a: packedA + GemmPacking.aOffset(tile: t, k0: k0, kc: kc, m: m), b: b + k0 &* ldb, ldb: ldb,
-                    c: c + m0 &* ldc, ldc: ldc, rows: min(mr, m &- m0), accumulate: k0 > 0,
-                    epilogue: last ? epilogue.offset(row: m0, col: 0) : nil)
+                let a = packedA + GemmPacking.aOffset(tile: t, k0: k0, kc: kc, m: m)
+                if avx512 {
+                    f32_gemm_6x49_avx512(kc: kc, a: a, b: b + k0 &* ldb, ldb: ldb, c: c + m0 &* ldc, ldc: ldc,
+                                         rows: min(mr, m &- m0), accumulate: k0 > 0,
+                                         epilogue: last ? epilogue.offset(row: m0, col: 0) : nil)
+                } else {
+                    f32_gemm_6x49_avx2(kc: kc, a: a, b: b + k0 &* ldb, ldb: ldb, c: c + m0 &* ldc, ldc: ldc,
+                                       rows: min(mr, m &- m0), accumulate: k0 > 0,
+                                       epilogue: last ? epilogue.offset(row: m0, col: 0) : nil)
+                }
             }
             k0 &+= kc
         } while k0 < k

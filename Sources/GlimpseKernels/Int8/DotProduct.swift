@@ -26,6 +26,19 @@ public func dpbusd(_ acc: SIMD16<Int32>, _ u8: SIMD16<Int32>, _ s8: SIMD16<Int32
 #endif
 }
 
+/// int16 products of `a` and `b` summed in pairs into eight int32 lanes, added to `acc`: `vpmaddwd` +
+/// `vpaddd` on AVX2 targets (the step of `qs8_gemm_8x32_avx2`), a portable sequence elsewhere.
+@inlinable @inline(__always)
+public func madd16(_ acc: SIMD8<Int32>, _ a: SIMD16<Int16>, _ b: SIMD16<Int16>) -> SIMD8<Int32> {
+#if GLIMPSE_AVX2
+    return unsafeBitCast(glimpse_madd_i16_256(unsafeBitCast(acc, to: SIMD4<Int64>.self), unsafeBitCast(a, to: SIMD4<Int64>.self),
+                                              unsafeBitCast(b, to: SIMD4<Int64>.self)), to: SIMD8<Int32>.self)
+#else
+    let p = SIMD16<Int32>(truncatingIfNeeded: a) &* SIMD16<Int32>(truncatingIfNeeded: b)
+    return acc &+ p.evenHalf &+ p.oddHalf
+#endif
+}
+
 /// Scalar reference of `dpbusd` for one lane.
 @inlinable
 public func dpbusdReference(_ acc: Int32, _ u8: UInt32, _ s8: UInt32) -> Int32 {

@@ -23,14 +23,15 @@ extension QS8Conv {
         let n = min(QS8Gemm.nr, batch * pixels - q0)
         guard n > 0 else { return }
         let first = q0 / pixels, p0 = q0 % pixels
-        let groups = QS8Gemm.kGroups(k)
+        let groups = QS8Gemm.kGroups(k), aRow = QS8Gemm.aRowBytes(k: k, wide: wide)
         if p0 + n <= pixels {
             // Within one image: the kernel stores straight into the output rows.
             packPointwise(x: x + first * inImage, p0: p0, n: n, panel: scratch)
+            if wide { QS8Gemm.widenPanel(scratch, groups: groups) }
             var row = rows.lowerBound
             while row < rows.upperBound {
-                QS8Gemm.kernel(a: packedA + row * groups * 4, panel: scratch, groups: groups, rows: min(QS8Gemm.mr, rows.upperBound - row),
-                               row0: row, n: n, c: y + first * outImage + row * pixels + p0, ldc: pixels, requant: rq)
+                QS8Gemm.kernel(a: packedA + row * aRow, panel: scratch, groups: groups, rows: min(QS8Gemm.mr, rows.upperBound - row),
+                               row0: row, n: n, c: y + first * outImage + row * pixels + p0, ldc: pixels, requant: rq, wide: wide)
                 row += QS8Gemm.mr
             }
             return
@@ -42,12 +43,13 @@ extension QS8Conv {
             packPointwise(x: x + (q / pixels) * inImage, p0: q % pixels, n: count, panel: scratch, column: j)
             j += count
         }
+        if wide { QS8Gemm.widenPanel(scratch, groups: groups) }
         let tileOut = scratch + panelBytes
         var row = rows.lowerBound
         while row < rows.upperBound {
             let height = min(QS8Gemm.mr, rows.upperBound - row)
-            QS8Gemm.kernel(a: packedA + row * groups * 4, panel: scratch, groups: groups, rows: height,
-                           row0: row, n: n, c: tileOut, ldc: QS8Gemm.nr, requant: rq)
+            QS8Gemm.kernel(a: packedA + row * aRow, panel: scratch, groups: groups, rows: height,
+                           row0: row, n: n, c: tileOut, ldc: QS8Gemm.nr, requant: rq, wide: wide)
             var j = 0
             while j < n {
                 let q = q0 + j, count = min(n - j, pixels - q % pixels)

@@ -11,17 +11,21 @@ public struct QS8Conv: Sendable {
     public let geometry: ConvGeometry
     public let outChannels: Int
     public let inputZeroPoint: UInt8
+    /// The weights are packed wide and panels widened (`QS8Gemm.packsWide`, the AVX2 kernel): fixed
+    /// when the weights are packed, so a model keeps the kernel its weights were packed for.
+    public let wide: Bool
 
-    public init(geometry: ConvGeometry, outChannels: Int, inputZeroPoint: UInt8) {
+    public init(geometry: ConvGeometry, outChannels: Int, inputZeroPoint: UInt8, wide: Bool = QS8Gemm.packsWide) {
         self.geometry = geometry
         self.outChannels = outChannels
         self.inputZeroPoint = inputZeroPoint
+        self.wide = wide
     }
 
     public var k: Int { geometry.patchSize }
     public var tilesPerImage: Int { (geometry.outPixels + QS8Gemm.nr - 1) / QS8Gemm.nr }
     /// Scratch bytes per thread (one panel).
-    public var panelBytes: Int { QS8Gemm.panelCount(k: k) }
+    public var panelBytes: Int { QS8Gemm.panelCount(k: k, wide: wide) }
 
     /// Computes output tile `tile` of one image: `x` is `[Cin][H][W]`, `y` is `[Cout][OH][OW]`.
     @inline(__always)
@@ -42,12 +46,13 @@ public struct QS8Conv: Sendable {
             packIm2col(x: x, p0: p0, n: n, panel: panel)
 #endif
         }
-        let groups = QS8Gemm.kGroups(k)
+        let groups = QS8Gemm.kGroups(k), aRow = QS8Gemm.aRowBytes(k: k, wide: wide)
+        if wide { QS8Gemm.widenPanel(panel, groups: groups) }
         let outPixels = geometry.outPixels
         var row = 0
         while row < outChannels {
-            QS8Gemm.kernel(a: packedA + row * groups * 4, panel: panel, groups: groups, rows: min(QS8Gemm.mr, outChannels - row),
-                           row0: row, n: n, c: y + row * outPixels + p0, ldc: outPixels, requant: rq)
+            QS8Gemm.kernel(a: packedA + row * aRow, panel: panel, groups: groups, rows: min(QS8Gemm.mr, outChannels - row),
+                           row0: row, n: n, c: y + row * outPixels + p0, ldc: outPixels, requant: rq, wide: wide)
             row += QS8Gemm.mr
         }
     }

@@ -1,4 +1,4 @@
-#if GLIMPSE_VNNI
+#if GLIMPSE_AVX2 || GLIMPSE_VNNI
 import CGlimpseSIMD
 #endif
 
@@ -18,14 +18,46 @@ public enum QS8Gemm {
 
     @inlinable public static func kGroups(_ k: Int) -> Int { (k + 3) / 4 }
     @inlinable public static func rowBlocks(_ m: Int) -> Int { (m + mr - 1) / mr }
-    /// Bytes of packed A for an m × k weight matrix.
-    @inlinable public static func packedACount(m: Int, k: Int) -> Int { rowBlocks(m) * mr * kGroups(k) * 4 }
-    /// Bytes of one B panel.
-    @inlinable public static func panelCount(k: Int) -> Int { kGroups(k) * nr * 4 }
+    /// Whether the int8 GEMM runs on AVX2 without VNNI (the kernels in use, `KernelDispatch`): its
+    /// weights are packed wide (int16 pairs, `qs8_gemm_8x32_avx2`) and its panels widened after packing.
+    public static var packsWide: Bool {
+#if GLIMPSE_AVX2
+        return !KernelDispatch.usesVNNI && KernelDispatch.isa >= .avx2
+#else
+        return false
+#endif
+    }
 
-    /// Packs row-major s8 weights `w[m][k]` (row stride `k`).
-    public static func packA(_ w: UnsafePointer<Int8>, m: Int, k: Int, into dst: UnsafeMutablePointer<Int8>) {
+    /// Bytes of packed A for an m × k weight matrix (`wide`: int16 pairs, twice the bytes).
+    @inlinable public static func packedACount(m: Int, k: Int, wide: Bool = packsWide) -> Int {
+        rowBlocks(m) * mr * kGroups(k) * (wide ? 8 : 4)
+    }
+    /// Bytes of packed A per output row, so row block b starts at `b · mr · aRowBytes`.
+    @inlinable public static func aRowBytes(k: Int, wide: Bool) -> Int { kGroups(k) * (wide ? 8 : 4) }
+    /// Bytes of one B panel (`wide`: the u8 panel, then its int16 widening).
+    @inlinable public static func panelCount(k: Int, wide: Bool = packsWide) -> Int { kGroups(k) * nr * (wide ? 12 : 4) }
+
+    /// Packs row-major s8 weights `w[m][k]` (row stride `k`). Narrow: `[block][K/4][8 rows][4 × s8]`.
+    /// Wide: `[block][K/2][8 rows][2 × int16]`, each row's two weights of a k-pair one 32-bit word.
+    public static func packA(_ w: UnsafePointer<Int8>, m: Int, k: Int, into dst: UnsafeMutablePointer<Int8>,
+                             wide: Bool = packsWide) {
         let groups = kGroups(k)
+        if wide {
+            let out = UnsafeMutableRawPointer(dst).assumingMemoryBound(to: Int16.self)
+            let pairs = 2 * groups
+            for b in 0..<rowBlocks(m) {
+                let block = out + b * mr * pairs * 2
+                for p in 0..<pairs {
+                    for r in 0..<mr {
+                        for i in 0..<2 {
+                            let row = b * mr + r, col = p * 2 + i
+                            block[(p * mr + r) * 2 + i] = row < m && col < k ? Int16(w[row * k + col]) : 0
+                        }
+                    }
+                }
+            }
+            return
+        }
         for b in 0..<rowBlocks(m) {
             let block = dst + b * mr * groups * 4
             for g in 0..<groups {
@@ -39,6 +71,18 @@ public enum QS8Gemm {
         }
     }
 
+    /// Widens a packed u8 panel (`[K/4][32][4]` at `panel`) into its int16 k-pair form
+    /// (`[K/2][32][2]`, right after it) for `qs8_gemm_8x32_avx2`.
+    @inline(__always)
+    public static func widenPanel(_ panel: UnsafeMutablePointer<UInt8>, groups: Int) {
+#if GLIMPSE_AVX2
+        let wide = UnsafeMutableRawPointer(panel + groups * nr * 4)
+        for g in 0..<groups {
+            glimpse_widen_group_c4_c2(panel + g * nr * 4, wide + g * 256)
+        }
+#endif
+    }
+
     /// Row sums of the weights, for the input zero-point correction `bias − zx·Σw`.
     public static func rowSums(_ w: UnsafePointer<Int8>, m: Int, k: Int) -> [Int32] {
         (0..<m).map { r in (0..<k).reduce(Int32(0)) { $0 &+ Int32(w[r * k + $1]) } }
@@ -47,13 +91,15 @@ public enum QS8Gemm {
     /// One 8-row block of A times one panel; rows `row0 ..< row0 + rows` of C (rows ≤ 8) at
     /// `c + r·ldc`, columns `0 ..< n` (n ≤ 32). VNNI builds run `vpdpbusd`, other AVX2 builds
     /// `qs8_gemm_8x32_avx2`.
+    /// `wide`: A and the panel are in the wide layout (`packsWide`), run by `qs8_gemm_8x32_avx2`.
     @inline(__always)
     public static func kernel(a: UnsafePointer<Int8>, panel: UnsafePointer<UInt8>, groups: Int, rows: Int, row0: Int,
-                              n: Int, c: UnsafeMutablePointer<UInt8>, ldc: Int, requant rq: RequantPointers) {
-#if !GLIMPSE_VNNI && GLIMPSE_AVX2
-        // Without VNNI `dpbusd` is a slow portable sequence; AVX2 has the exact split form.
-        qs8_gemm_8x32_avx2(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)
-        return
+                              n: Int, c: UnsafeMutablePointer<UInt8>, ldc: Int, requant rq: RequantPointers, wide: Bool) {
+#if GLIMPSE_AVX2
+        if wide {
+            qs8_gemm_8x32_avx2(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)
+            return
+        }
 #endif
         if n > 16 {
             qs8_gemm_8x32_avx512vnni(a: a, panel: panel, groups: groups, rows: rows, row0: row0, n: n, c: c, ldc: ldc, requant: rq)

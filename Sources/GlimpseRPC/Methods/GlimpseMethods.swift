@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseEngine
 import GlimpseServing
 
 /// The method table of the Glimpse JSON-RPC API.
@@ -85,6 +86,7 @@ public enum GlimpseMethods {
                 ]))
             })),
             "selection": .string(service.configuration.selection.rawValue),
+            "isa": .string(EngineInfo.isa),
             "request_overhead_us": service.requestOverheadNanos.map { rounded($0 / 1e3) } ?? .null,
             "request_overhead_by_variant_us": .object(service.variantOverheadNanos.mapValues { rounded($0 / 1e3) }),
             "available_cores": rounded(service.availableCores),

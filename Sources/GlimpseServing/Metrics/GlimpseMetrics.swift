@@ -18,6 +18,7 @@ public enum GlimpseMetrics {
     public static let inferenceJoules = "glimpse_inference_energy_joules"
     public static let powerWatts = "glimpse_power_watts"
     public static let wattsPerCore = "glimpse_energy_watts_per_core"
+    public static let buildInfo = "glimpse_build_info"
 
     public static let help: [String: String] = [
         requests: "JSON-RPC calls and REST requests by method, model, variant, outcome (ok or error) and reason.",
@@ -37,6 +38,7 @@ public enum GlimpseMetrics {
         inferenceJoules: "Energy attributed to one inference in joules (batch CPU time times watts per core, split across the batch).",
         powerWatts: "Mean power over the last sampling interval in watts.",
         wattsPerCore: "Watts attributed to one busy core (configured, or calibrated from RAPL).",
+        buildInfo: "Always 1; the label isa names the engine's kernel variant (portable, avx2, avx512, avx512vnni).",
     ]
 
     /// Histogram buckets for value recorders (durations use the seconds buckets below).

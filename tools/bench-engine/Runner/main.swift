@@ -26,6 +26,13 @@ import GlimpseKernels
 import GlimpseONNX
 import GlimpseTensor
 
+do {
+    _ = try KernelDispatch.validate()
+} catch {
+    FileHandle.standardError.write("bench-engine: \(error)\n".data(using: .utf8)!)
+    exit(2)
+}
+
 var batches = [1, 8, 32]
 var threadCounts = [1, 2]
 var seconds = 2.0
@@ -37,6 +44,7 @@ var poolOverhead = false
 var models: [String] = []
 var dwSpec: [Int] = []
 var gemmSpec: [Int] = []
+var sgemmSpec: [Int] = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
     args = args.dropFirst()
@@ -47,6 +55,7 @@ while let a = args.first {
     case "--widen": widen = true
     case "--serve": serve = true
     case "--pool-overhead": poolOverhead = true
+    case "--sgemm": sgemmSpec = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--gemm": gemmSpec = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--dw": dwSpec = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
     case "--split":
@@ -65,10 +74,40 @@ func now() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
 }
 
-/// Single-core fp32 peak measured here and now: 16 independent zmm FMA chains (enough to fill two
-/// FMA ports with 4-cycle latency) for about 0.3 s. The "% of peak" column divides by this times
-/// the thread count, so it follows the machine the benchmark runs on.
+/// Single-core fp32 peak measured here and now with the registers of the kernels in use: 16
+/// independent zmm FMA chains for the AVX-512 variants, 12 ymm chains otherwise (enough to fill two
+/// FMA ports with 4- or 5-cycle latency, within AVX2's 16 registers), for about 0.3 s. The "% of peak"
+/// column divides by this times the thread count, so it follows the machine the benchmark runs on.
+/// (Sixteen zmm chains on an AVX2 machine are 32 ymm ones and spill: they read a third of its peak.)
 func measurePeakPerCore() -> Double {
+    KernelDispatch.usesAVX512 ? measurePeakZMM() : measurePeakYMM()
+}
+
+func measurePeakYMM() -> Double {
+    var acc = (0..<12).map { SIMD8<Float>(repeating: Float($0) * 1e-3) }
+    let m = SIMD8<Float>(repeating: 0.999_999), a = SIMD8<Float>(repeating: 1e-7)
+    var best = 0.0
+    for _ in 0..<3 {
+        let steps = 4_000_000
+        let t0 = now()
+        acc.withUnsafeMutableBufferPointer { v in
+            var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
+            var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11]
+            for _ in 0..<steps {
+                x0 = a.addingProduct(x0, m); x1 = a.addingProduct(x1, m); x2 = a.addingProduct(x2, m); x3 = a.addingProduct(x3, m)
+                x4 = a.addingProduct(x4, m); x5 = a.addingProduct(x5, m); x6 = a.addingProduct(x6, m); x7 = a.addingProduct(x7, m)
+                x8 = a.addingProduct(x8, m); x9 = a.addingProduct(x9, m); x10 = a.addingProduct(x10, m); x11 = a.addingProduct(x11, m)
+            }
+            v[0] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11
+        }
+        let dt = now() - t0
+        best = max(best, Double(steps) * 12 * 8 * 2 / dt / 1e9)
+    }
+    if acc[0].sum() == .infinity { print("") }  // keeps the loop's result alive
+    return best
+}
+
+func measurePeakZMM() -> Double {
     var acc = (0..<16).map { SIMD16<Float>(repeating: Float($0) * 1e-3) }
     let m = SIMD16<Float>(repeating: 0.999_999), a = SIMD16<Float>(repeating: 1e-7)
     var best = 0.0
@@ -121,6 +160,34 @@ func measureInt8PeakPerCore() -> Double {
     return best
 }
 
+/// Single-core int8 peak of the AVX2 kernels: 12 independent chains of `vpmaddwd` + `vpaddd` (16
+/// multiply-adds each, counted as 32 operations), as `qs8_gemm_8x32_avx2` multiplies.
+func measureInt8PeakAVX2() -> Double {
+    var acc = (0..<12).map { SIMD8<Int32>(repeating: Int32($0)) }
+    let s = SIMD16<Int16>(repeating: -2)
+    // Each product reads its own chain's sum, so nothing in the loop is invariant.
+    @inline(__always) func w(_ x: SIMD8<Int32>) -> SIMD16<Int16> { unsafeBitCast(x, to: SIMD16<Int16>.self) }
+    var best = 0.0
+    for _ in 0..<3 {
+        let steps = 2_000_000
+        let t0 = now()
+        acc.withUnsafeMutableBufferPointer { v in
+            var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
+            var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11]
+            for _ in 0..<steps {
+                x0 = madd16(x0, w(x0), s); x1 = madd16(x1, w(x1), s); x2 = madd16(x2, w(x2), s); x3 = madd16(x3, w(x3), s)
+                x4 = madd16(x4, w(x4), s); x5 = madd16(x5, w(x5), s); x6 = madd16(x6, w(x6), s); x7 = madd16(x7, w(x7), s)
+                x8 = madd16(x8, w(x8), s); x9 = madd16(x9, w(x9), s); x10 = madd16(x10, w(x10), s); x11 = madd16(x11, w(x11), s)
+            }
+            v[0] = x0 &+ x1 &+ x2 &+ x3 &+ x4 &+ x5 &+ x6 &+ x7 &+ x8 &+ x9 &+ x10 &+ x11
+        }
+        let dt = now() - t0
+        best = max(best, Double(steps) * 12 * 16 * 2 / dt / 1e9)
+    }
+    if acc[0].wrappedSum() == 42 { print("") }  // keeps the loop's result alive
+    return best
+}
+
 /// Wall time of one parallel region with `tasks` near-empty tasks on `threads` threads, back to back
 /// as an inference's operators run: what each operator pays to spread its work (median of 5 rounds).
 func measurePoolOverhead(threads: Int, tasks: Int) -> Double {
@@ -158,6 +225,28 @@ func kernelBench(_ label: String, ops: Double, trials: Int, _ body: () -> Void) 
     print("\(label): \(String(format: "%.2f", best * 1e6)) us, \(String(format: "%.1f", ops / best / 1e9)) GOP/s")
 }
 
+if !sgemmSpec.isEmpty {
+    // --sgemm M,K,N: the fp32 GEMM (GemmDriver, the dispatched micro-kernel) of packed A and B with a
+    // bias and clamp epilogue, one thread: a 1×1 convolution of K to M channels on N pixels.
+    guard sgemmSpec.count == 3, sgemmSpec.allSatisfy({ $0 > 0 }) else { print("--sgemm M,K,N (all positive)"); exit(2) }
+    let (m, k, n) = (sgemmSpec[0], sgemmSpec[1], sgemmSpec[2])
+    func floats(_ count: Int) -> UnsafeMutablePointer<Float> {
+        let p = UnsafeMutablePointer<Float>.allocate(capacity: count + 64)
+        for i in 0..<(count + 64) { p[i] = Float(i % 13) * 0.01 }
+        return p
+    }
+    let a = floats(m * k), b = floats(k * n), c = floats(m * n), bias = floats(m)
+    let packedA = floats(GemmPacking.packedACount(m: m, k: k)), packedB = floats(GemmPacking.packedBCount(n: n, k: k))
+    GemmPacking.packA(a, m: m, k: k, rowStride: k, colStride: 1, into: packedA)
+    GemmPacking.packB(b, k: k, n: n, rowStride: n, colStride: 1, into: packedB)
+    let scratch = floats(GemmDriver.scratchCount(k: k))
+    let epilogue = GemmEpilogue(rowBias: bias, lowerBound: 0, upperBound: 6)
+    kernelBench("sgemm m=\(m) k=\(k) n=\(n) (\(KernelDispatch.isa))", ops: 2.0 * Double(m * k * n), trials: 5) {
+        GemmDriver.run(m: m, n: n, k: k, packedA: packedA, b: PackedB(base: packedB, k: k), c: c, ldc: n, epilogue: epilogue,
+                       panels: 0..<GemmDriver.panelCount(n: n), scratch: scratch)
+    }
+    exit(0)
+}
 if !gemmSpec.isEmpty {
     // --gemm M,K,H,BATCH: an int8 1×1 convolution of K to M channels on H×H planes, the batch as one GEMM.
     guard gemmSpec.count == 4, gemmSpec.allSatisfy({ $0 > 0 }) else { print("--gemm M,K,H,BATCH (all positive)"); exit(2) }
@@ -212,11 +301,11 @@ if poolOverhead {
 }
 
 let peakPerCore = measurePeakPerCore()
-let int8PeakPerCore = int8KernelsAccelerated ? measureInt8PeakPerCore() : 0
+let int8PeakPerCore = !int8KernelsAccelerated ? 0 : KernelDispatch.usesVNNI ? measureInt8PeakPerCore() : measureInt8PeakAVX2()
 if int8KernelsAccelerated {
     FileHandle.standardError.write("measured single-core int8 peak: \(String(format: "%.1f", int8PeakPerCore)) GOP/s\n".data(using: .utf8)!)
 }
-FileHandle.standardError.write("measured single-core peak: \(String(format: "%.1f", peakPerCore)) GFLOP/s\n".data(using: .utf8)!)
+FileHandle.standardError.write("measured single-core peak: \(String(format: "%.1f", peakPerCore)) GFLOP/s (kernels: \(KernelDispatch.isa), CPU: \(CPUFeatures.current))\n".data(using: .utf8)!)
 
 /// Loaded models by (path, threads) and the inputs and warm state per batch, so `--serve` requests
 /// reuse them.
@@ -281,9 +370,9 @@ func measure(path: String, threads: Int, batch: Int, seconds: Double) -> String?
         let int8 = model.int8Operators > 0 && int8PeakPerCore > 0
         let pct = gflops / ((int8 ? int8PeakPerCore : peakPerCore) * Double(threads)) * 100
         let split = model.splitsBatches(of: batch, threads: threads).map { $0 ? "split" : "whole" } ?? "-"
-        return String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\", \"peak\": \"%@\"}",
+        return String(format: "{\"model\": \"%@\", \"batch\": %d, \"threads\": %d, \"median_ms\": %.3f, \"img_s\": %.1f, \"gflops\": %.1f, \"pct_peak\": %.1f, \"runs\": %d, \"split\": \"%@\", \"peak\": \"%@\", \"isa\": \"%@\"}",
                       (path as NSString).lastPathComponent, batch, threads, median * 1000, Double(batch) / median,
-                      gflops, pct, times.count, split, int8 ? "int8" : "fp32")
+                      gflops, pct, times.count, split, int8 ? "int8" : "fp32", KernelDispatch.isa.rawValue)
     } catch {
         return "{\"model\": \"\(path)\", \"error\": \"\(error)\"}"
     }

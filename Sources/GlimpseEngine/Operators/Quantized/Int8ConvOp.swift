@@ -24,6 +24,8 @@ public final class Int8ConvOp: Operator {
     let kernel: [Int]
     public let isDepthwise: Bool
     private var packed: TensorStorage?
+    /// The layout `packed` has (`QS8Gemm.packsWide` when the weights were packed): the kernel follows it.
+    private var wide = QS8Gemm.packsWide
     private var depthwiseWeights: TensorStorage?
     private var requant: RequantStorage?
     /// Depthwise in integers: weight words and the requantization with zx·Σw folded into the bias.
@@ -75,8 +77,9 @@ public final class Int8ConvOp: Operator {
             requantRaw = RequantStorage(raw)
 #endif
         } else {
-            let storage = TensorStorage(byteCount: QS8Gemm.packedACount(m: outChannels, k: k))
-            QS8Gemm.packA(w, m: outChannels, k: k, into: storage.bytes.assumingMemoryBound(to: Int8.self))
+            wide = QS8Gemm.packsWide
+            let storage = TensorStorage(byteCount: QS8Gemm.packedACount(m: outChannels, k: k, wide: wide))
+            QS8Gemm.packA(w, m: outChannels, k: k, into: storage.bytes.assumingMemoryBound(to: Int8.self), wide: wide)
             packed = storage
             // The GEMM sums raw u8 inputs: Σ w·(x − zx) = Σ w·x − zx·Σw.
             let sums = QS8Gemm.rowSums(w, m: outChannels, k: k)
@@ -107,7 +110,7 @@ public final class Int8ConvOp: Operator {
 
     /// Scratch floats per thread.
     func perThread(_ g: ConvGeometry) -> Int {
-        let gemm = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint)
+        let gemm = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint, wide: wide)
         var n = isDepthwise ? QU8Depthwise(geometry: g, inputZeroPoint: inputZeroPoint).scratchFloats
                             : ((g.isPointwise ? gemm.batchScratchBytes : gemm.panelBytes) + 3) / 4
 #if GLIMPSE_VNNI
@@ -168,7 +171,7 @@ public final class Int8ConvOp: Operator {
             }
         }
         guard let packed else { throw EngineError("operator used before prepare") }
-        let conv = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint)
+        let conv = QS8Conv(geometry: g, outChannels: outChannels, inputZeroPoint: inputZeroPoint, wide: wide)
         let a = UnsafePointer(packed.bytes.assumingMemoryBound(to: Int8.self))
         // Pointwise convolutions run the batch as one GEMM (`runBatchTile`: no short tile per image),
         // others tiles of 32 pixels per image.
