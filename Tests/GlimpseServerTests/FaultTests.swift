@@ -33,6 +33,12 @@ final class FaultTests: XCTestCase {
         return line.flatMap { Double($0.split(separator: " ").last ?? "") }
     }
 
+    /// The sum of the samples of `metric` whose line contains `label`.
+    static func sum(_ text: String, _ metric: String, containing label: String) -> Double {
+        text.split(separator: "\n").filter { $0.hasPrefix(metric) && $0.contains(label) }
+            .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+    }
+
     /// Writes all of `bytes` to the socket (blocking).
     static func send(_ fd: Int32, _ bytes: [UInt8]) {
         var sent = 0

@@ -29,6 +29,8 @@ public struct RPCCallOutcome: Sendable {
     public var error: RPCError?
     /// The family and variant that served a `classify` answered without a `JSONValue` result.
     public var served: (model: String, variant: String)?
+    /// The client went away before the answer (its task was cancelled): neither ok nor a server error.
+    public var cancelled: Bool { error?.code == RPCError.cancelledCode }
 
     public init(method: String, params: JSONValue? = nil, result: JSONValue? = nil, error: RPCError? = nil,
                 served: (model: String, variant: String)? = nil) {
@@ -228,6 +230,8 @@ public final class RPCDispatcher: Sendable {
     public func perform(method: String, params: JSONValue?, _ work: () async throws -> JSONValue) async -> Result<JSONValue, RPCError> {
         do {
             let result = try await work()
+            // A batch that ran while its client left: the result is dropped with the request.
+            if Task.isCancelled { return .failure(failed(method: method, params: params, CancellationError())) }
             onCall(RPCCallOutcome(method: method, params: params, result: result))
             return .success(result)
         } catch {
@@ -237,6 +241,12 @@ public final class RPCDispatcher: Sendable {
 
     /// A method's error as JSON-RPC (internal ones logged, -32603 to the client), its outcome reported.
     func failed(method: String, params: JSONValue?, _ error: any Error) -> RPCError {
+        // A client that goes away is not a server error: its own outcome, logged below error level.
+        if error is CancellationError || (Task.isCancelled && !(error is any RPCErrorConvertible)) {
+            logger.debug("\(method) cancelled: the client went away")
+            onCall(RPCCallOutcome(method: method, params: params, error: .cancelled))
+            return .cancelled
+        }
         let (e, isInternal) = RPCError.from(error)
         if isInternal {
             logger.error("internal error in \(method): \(String(describing: error))")

@@ -32,6 +32,8 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let deadlineExceededCode = -32001
     public static let modelUnavailableCode = -32002
     public static let unauthorizedCode = -32003
+    /// The client went away (stream reset, connection closed) before the answer: no one receives it.
+    public static let cancelledCode = -32004
 
     public static func parseError(_ detail: String) -> RPCError {
         RPCError(code: parseErrorCode, message: "Parse error: \(detail)")
@@ -50,6 +52,10 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func unauthorized(_ detail: String) -> RPCError {
         RPCError(code: unauthorizedCode, message: "Unauthorized: \(detail)")
     }
+    /// A call whose client left: recorded with the outcome `cancelled`, never sent.
+    public static let cancelled = RPCError(code: cancelledCode, message: "Request cancelled: the client went away",
+                                           data: ["reason": "cancelled"])
+
     public static let internalError = RPCError(code: internalErrorCode, message: "Internal error: the server failed to process the request; see server logs")
 }
 

@@ -13,7 +13,7 @@ enum RPCMetrics {
         if (call.method == "classify" || call.method == "v2.infer") && call.error?.code != RPCError.invalidRequestCode {
             (model, variant) = labels(call, registry: registry)
         }
-        metrics.recordRequest(method: method, model: model, variant: variant, outcome: call.error == nil ? "ok" : "error",
+        metrics.recordRequest(method: method, model: model, variant: variant, outcome: call.cancelled ? "cancelled" : call.error == nil ? "ok" : "error",
                               reason: call.error.map(GlimpseMethods.reasonLabel) ?? "")
     }
 

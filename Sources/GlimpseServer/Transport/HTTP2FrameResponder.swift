@@ -13,7 +13,7 @@ import Synchronization
 /// `HTTP2RequestAssembler` collects each request. Requests the server answers without waiting
 /// (`InlineRoutes`: health and readiness) are answered in place; every other request runs the
 /// router in a task, whose response is written back on the event loop. A reset stream cancels its
-/// task; a closed connection cancels them all.
+/// task; a closed connection (or the end of its input) cancels them all.
 final class HTTP2FrameResponder: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -73,6 +73,11 @@ final class HTTP2FrameResponder: ChannelInboundHandler {
         } else if kind == Self.streamClosed, let e = event as? StreamClosedEvent {
             assembler.streamClosed(e.streamID)
             running.removeValue(forKey: e.streamID)?.cancel()
+        } else if let e = event as? ChannelEvent, e == .inputClosed {
+            // An HTTP/2 client ends its streams with END_STREAM, never with TCP: end of input is the
+            // client closing its socket (h2load stopping, a process exiting), which will take no answer.
+            // Its requests are cancelled: queued ones leave the queue, running ones' results are dropped.
+            cancelAll()
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -252,7 +252,37 @@ final class BatchQueue: @unchecked Sendable {
         return try result.get()
     }
 
+    /// A request whose task is cancelled while it waits (its client went away) leaves the queue at
+    /// once with `CancellationError` and never runs; one already in a running batch finishes with it,
+    /// and the caller drops the result.
     private func enqueue(_ input: Tensor, deadline: UInt64?) async throws -> BatchItemResult {
+        let id = allocateID()
+        return try await withTaskCancellationHandler {
+            try await enqueue(input, id: id, deadline: deadline)
+        } onCancel: {
+            cancelWaiting(id: id)
+        }
+    }
+
+    private func allocateID() -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        nextID += 1
+        return nextID
+    }
+
+    /// Takes request `id` out of the queue if it is still waiting there, answering it with `CancellationError`.
+    private func cancelWaiting(id: UInt64) {
+        condition.lock()
+        let item = scheduler.cancel(id: id) ? pending.removeValue(forKey: id) : nil
+        let depth = scheduler.queueLength
+        condition.unlock()
+        guard let item else { return }
+        depthGauge.record(depth)
+        item.continuation.resume(throwing: CancellationError())
+    }
+
+    private func enqueue(_ input: Tensor, id: UInt64, deadline: UInt64?) async throws -> BatchItemResult {
         try await withCheckedThrowingContinuation { continuation in
             condition.lock()
             if stopping {
@@ -260,9 +290,13 @@ final class BatchQueue: @unchecked Sendable {
                 continuation.resume(throwing: ServingError.modelUnavailable("model \(model.name) is shutting down"))
                 return
             }
+            // Cancelled before it was queued: the cancellation handler found nothing to take out.
+            if Task.isCancelled {
+                condition.unlock()
+                continuation.resume(throwing: CancellationError())
+                return
+            }
             let now = monotonicNanos()
-            nextID += 1
-            let id = nextID
             let decision = scheduler.enqueue(id: id, now: now, deadline: deadline)
             // Read under the lock: a worker changes the queue as soon as it is released.
             let depth = scheduler.queueLength

@@ -21,7 +21,7 @@ public enum GlimpseMetrics {
     public static let buildInfo = "glimpse_build_info"
 
     public static let help: [String: String] = [
-        requests: "JSON-RPC calls and REST requests by method, model, variant, outcome (ok or error) and reason.",
+        requests: "JSON-RPC calls and REST requests by method, model, variant, outcome (ok, error, or cancelled when the client went away before the answer) and reason.",
         stageSeconds: "Per-image latency of each stage (queue, decode, inference, total) in seconds.",
         batchSize: "Items per batch run by the engine.",
         batchWaitSeconds: "Time the oldest request of each batch waited in the queue, in seconds.",
