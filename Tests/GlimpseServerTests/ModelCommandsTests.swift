@@ -1,4 +1,5 @@
 import Foundation
+import GlimpseRPC
 import GlimpseTestSupport
 import XCTest
 
@@ -128,5 +129,39 @@ final class ModelCommandsTests: XCTestCase {
         let answer = try rpc("classify", #"{"model":"pets","top_k":10,"image":"\#(image)"}"#)
         XCTAssertTrue(answer.contains("\"variant\":\"pets\""), answer)
         for label in ["airplane", "cat", "truck"] { XCTAssertTrue(answer.contains("\"label\":\"\(label)\""), answer) }
+    }
+}
+
+/// The README's encryption flow in a folder described by `models.json`: encrypt a model, remove the plain
+/// file as one would, and the manifest's entry serves the encrypted twin.
+final class EncryptedManifestFlowTests: XCTestCase {
+    func testEncryptingAManifestModelAndRemovingThePlainFileKeepsItServable() throws {
+        let dir = try temporaryFolder("encrypt-manifest").url
+        let source = SharedData.repoRoot.appendingPathComponent("models/digits-small.onnx")
+        try FileManager.default.copyItem(at: source, to: dir.appendingPathComponent("digits-small.onnx"))
+        // The shipped manifest's own entry for the model, its labels file beside it.
+        let shipped = try JSONValue.parse([UInt8](try Data(contentsOf: SharedData.repoRoot.appendingPathComponent("models/models.json"))))
+        let entry = try XCTUnwrap(shipped["models"]?["digits-small"])
+        try Data(JSONValue.object(["models": .object(["digits-small": entry])]).serialized()).write(to: dir.appendingPathComponent("models.json"))
+        try FileManager.default.copyItem(at: SharedData.repoRoot.appendingPathComponent("models/digits.labels.txt"),
+                                         to: dir.appendingPathComponent("digits.labels.txt"))
+        let binary = GlimpseProcess.binary.path
+        let keygen = try ChildProcess.run(binary, ["models", "keygen", "--out", "model.key"], timeLimit: 60, currentDirectory: dir)
+        XCTAssertEqual(keygen.status, 0, keygen.log)
+        let encrypt = try ChildProcess.run(binary, ["models", "encrypt", "digits-small.onnx", "--key-file", "model.key"], timeLimit: 60,
+                                           currentDirectory: dir)
+        XCTAssertEqual(encrypt.status, 0, encrypt.log)
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("digits-small.onnx"))
+
+        let key = dir.appendingPathComponent("model.key").path
+        let server = try GlimpseProcess(arguments: ["--models", dir.path, "--model-key-file", key, "--threads", "1"])
+        defer { server.stop() }
+        XCTAssertFalse(server.log.contains("no metadata"), String(server.log.suffix(2000)))
+        let reply = try ExternalClient.curl(server.base + "/rpc", body: RPC.classifyBody(image: try SharedData.data("images/digits/torchserve_6.png"),
+                                                                                         model: "digits-small"))
+        let json = try JSONValue.parse([UInt8](reply.body))
+        XCTAssertEqual(reply.status, 200)
+        XCTAssertEqual(json["result"]?["predictions"]?[0]?["label"]?.stringValue, "6", String(decoding: reply.body.prefix(400), as: UTF8.self))
+        XCTAssertEqual(json["result"]?["variant"]?.stringValue, "small", "the manifest entry's variant, served from the encrypted file")
     }
 }

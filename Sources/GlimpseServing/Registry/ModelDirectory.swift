@@ -20,10 +20,22 @@ public enum ModelDirectory {
         let manifest = readManifest(directory: directory, issues: &issues)
         var found: [ModelMetadata] = []
         var seenFiles = Set<String>()
-        for (name, entry) in manifest.sorted(by: { $0.key < $1.key }) {
+        for (_, original) in manifest.sorted(by: { $0.key < $1.key }) {
+            var entry = original
+            let file = (entry.file as NSString).lastPathComponent, twin = file + EncryptedModelFile.fileExtension
+            // `glimpse models encrypt` writes `<file>.enc` beside the manifest's file: once the plain file is
+            // gone, the entry serves its encrypted twin (with the plain file still there, that one loads).
+            if !EncryptedModelFile.isEncrypted(file) && entries.contains(twin) {
+                if entries.contains(file) {
+                    issues.append(ScanIssue(file: twin, reason: "both \(file) and \(twin) present; the plain file loads"))
+                } else {
+                    entry.file = twin
+                    entry.sha256 = nil  // the manifest's digest is the plain file's; the encrypted file is authenticated
+                }
+                seenFiles.insert(twin)
+            }
             found.append(entry)
             seenFiles.insert((entry.file as NSString).lastPathComponent)
-            _ = name
         }
         let modelFiles = entries.filter { $0.hasSuffix(".onnx") || EncryptedModelFile.isEncrypted($0) }
         for entry in modelFiles.sorted() where !seenFiles.contains(entry) {
