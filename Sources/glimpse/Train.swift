@@ -37,7 +37,7 @@ struct Train: AsyncParsableCommand {
     @Option(help: "With --hidden: Adam's initial learning rate.") var learningRate: Float = 1e-3
     @Option(help: "With --hidden: weight decay (L2 on the gradient).") var weightDecay: Float = 1e-4
     @Option(help: "Take the features from this float tensor of the base instead of its classifier's input.") var featureTensor: String?
-    @Option(help: "Crop mode (center, fit or fill) instead of the base's; the new model's metadata records it, so serving preprocesses alike. 'fill' (stretch) keeps all of small images such as CIFAR-10's.")
+    @Option(help: "Crop mode (center, fit or fill) instead of the base's; the new model's metadata records it, so serving preprocesses alike. Default: 'fill' (stretch, keeping all of the image) when most images are smaller than the base's input, as CIFAR-10's are; else the base's mode.")
     var crop: String?
     @Option(help: "Images per engine run while extracting features.") var batch: Int = 16
     @OptionGroup var modelOptions: ModelOptions
@@ -60,6 +60,10 @@ struct Train: AsyncParsableCommand {
         }
         var samples = try EvalDataset.load(data).samples
         if let perClassLimit { samples = BaseModel.firstPerLabel(samples, limit: max(1, perClassLimit)) }
+        if crop == nil, let chosen = TrainingCrop.choose(for: samples, input: preprocessing) {
+            preprocessing.crop = chosen
+            print("crop: \(chosen.rawValue) (most images are smaller than the base's \(preprocessing.width)×\(preprocessing.height) input; --crop overrides)")
+        }
         let held = try validationDir.map { try EvalDataset.load($0).samples }
         print("training on \(data): \(samples.count) images, \(HeadTrainer.classes(of: samples).count) classes; base \(base)")
 
