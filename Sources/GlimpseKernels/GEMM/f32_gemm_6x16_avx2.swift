@@ -11,8 +11,9 @@ public func f32_gemm_6x16_avx2(
     accumulate: Bool, epilogue: GemmEpilogue?, split: GemmColumnSplit? = nil
 ) {
     // The stack tile is left uninitialized (zeroing it was a memset call per tile): every row the
-    // finish reads is written by a half, and the stores read no column past `cols`.
-    withUnsafeTemporaryAllocation(byteCount: MemoryLayout<GemmAccumulatorTile>.size, alignment: 64) { acc in
+    // finish reads is written by a half, and the stores read no column past `cols`. (With 64-byte
+    // alignment the allocation went to the heap; the loads and stores are unaligned anyway.)
+    withUnsafeTemporaryAllocation(byteCount: MemoryLayout<GemmAccumulatorTile>.size, alignment: 16) { acc in
         let base = acc.baseAddress!
         f32_gemm_6x16_avx2_half(kc: kc, a: a, b: UnsafeRawPointer(b), bStep: 128, into: base, rowBytes: 128)
         if cols > 16 {
@@ -75,8 +76,11 @@ public func f32_gemm_6x49_avx2(
     kc: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>, ldb: Int,
     c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, accumulate: Bool, epilogue: GemmEpilogue?
 ) {
+    let z = SIMD16<Float>()
+    var tile = (z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z)
     let bStep = ldb &* 4
-    withUnsafeTemporaryAllocation(byteCount: 18 * 64, alignment: 64) { raw in
+    // A zeroed tuple, not a temporary allocation: 1,152 bytes went to the heap.
+    withUnsafeMutableBytes(of: &tile) { raw in
         let base = raw.baseAddress!
         for block in 0..<3 {
             f32_gemm_6x16_avx2_half(kc: kc, a: a, b: UnsafeRawPointer(b) + 64 &* block, bStep: bStep,
