@@ -20,14 +20,10 @@ final class EvalDatasetTests: XCTestCase {
         try Data(bytes).write(to: url)
     }
 
+    /// tar of a few small files takes well under a second; the limit is for a slow, loaded machine.
     func run(_ tool: String, _ args: [String], in cwd: URL) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = args
-        p.currentDirectoryURL = cwd
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0, "\(tool) \(args)")
+        let result = try ChildProcess.run(tool, args, timeLimit: 120, currentDirectory: cwd)
+        XCTAssertEqual(result.status, 0, "\(tool) \(args): \(result.log)")
     }
 
     func testIDXReaderReadsTheMNISTTestSet() throws {

@@ -198,16 +198,10 @@ enum MNIST {
                 (0..<count).map { Int(labels[8 + $0]) })
     }
 
+    /// gzip takes well under a second here; the limit is for a slow, loaded machine.
     static func gunzip(_ relative: String) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["gzip", "-dc", try SharedData.path(relative)]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw EngineError("gzip -dc \(relative) failed") }
-        return [UInt8](data)
+        let result = try ChildProcess.run("/usr/bin/env", ["gzip", "-dc", try SharedData.path(relative)], timeLimit: 120)
+        guard result.status == 0 else { throw EngineError("gzip -dc \(relative) failed (exit \(result.status)): \(result.stderr)") }
+        return [UInt8](result.stdoutData)
     }
 }

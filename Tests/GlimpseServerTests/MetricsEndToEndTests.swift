@@ -34,19 +34,10 @@ final class MetricsEndToEndTests: XCTestCase {
         }
         XCTAssertTrue(text.contains(#"glimpse_requests_total{method="unknown""#), "unknown methods are labelled 'unknown'")
 
-        let promtool = Process()
-        promtool.executableURL = URL(fileURLWithPath: try tool("promtool"))
-        promtool.arguments = ["check", "metrics"]
-        let input = Pipe(), output = Pipe()
-        promtool.standardInput = input
-        promtool.standardOutput = output
-        promtool.standardError = output
-        try promtool.run()
-        input.fileHandleForWriting.write(metrics.body)
-        try input.fileHandleForWriting.close()
-        let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        promtool.waitUntilExit()
-        XCTAssertEqual(promtool.terminationStatus, 0, report)
+        // promtool finishes in well under a second; the limit is for a slow, loaded machine.
+        let promtool = try ChildProcess.run(try tool("promtool"), ["check", "metrics"], timeLimit: 120, input: metrics.body)
+        let report = promtool.log
+        XCTAssertEqual(promtool.status, 0, report)
         XCTAssertEqual(report.trimmingCharacters(in: .whitespacesAndNewlines), "", "promtool reported problems")
     }
 
@@ -68,10 +59,23 @@ final class MetricsEndToEndTests: XCTestCase {
         prometheus.executableURL = URL(fileURLWithPath: try tool("prometheus"))
         prometheus.arguments = ["--config.file=\(dir.path)/prometheus.yml", "--storage.tsdb.path=\(dir.path)/data",
                                 "--web.listen-address=127.0.0.1:\(promPort)", "--log.level=warn"]
+        // Its log (warnings and errors only) goes into the failure messages: a Prometheus that cannot
+        // start or scrape says why there.
+        let logFile = dir.appendingPathComponent("prometheus.log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let logHandle = try FileHandle(forWritingTo: logFile)
+        defer { try? logHandle.close() }
+        func log() -> String { "; Prometheus log: " + ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "") }
         prometheus.standardOutput = FileHandle.nullDevice
-        prometheus.standardError = FileHandle.nullDevice
+        prometheus.standardError = logHandle
         try prometheus.run()
-        defer { prometheus.terminate(); prometheus.waitUntilExit() }
+        defer {
+            // A Prometheus slow to shut down is killed, so the test's end does not wait on it.
+            prometheus.terminate()
+            try? waitUntil("Prometheus to exit", timeout: 30, poll: 0.05) { !prometheus.isRunning }
+            if prometheus.isRunning { kill(prometheus.processIdentifier, SIGKILL) }
+            prometheus.waitUntilExit()
+        }
 
         func query(_ q: String) -> Double? {
             let url = "http://127.0.0.1:\(promPort)/api/v1/query?query=\(q.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? q)"
@@ -92,12 +96,12 @@ final class MetricsEndToEndTests: XCTestCase {
 
         try classify(server, count: 2)
         let requests = "sum(glimpse_requests_total{method=\"classify\",outcome=\"ok\"})"
-        guard let first = waitFor(requests, above: 1) else { return XCTFail("Prometheus never saw glimpse_requests_total") }
-        guard let energy1 = waitFor("sum(glimpse_energy_joules_total)", above: 0) else { return XCTFail("no energy counter in Prometheus") }
+        guard let first = waitFor(requests, above: 1) else { return XCTFail("Prometheus never saw glimpse_requests_total" + log()) }
+        guard let energy1 = waitFor("sum(glimpse_energy_joules_total)", above: 0) else { return XCTFail("no energy counter in Prometheus" + log()) }
         try classify(server, count: 5)
         let second = waitFor(requests, above: first)
-        XCTAssertNotNil(second, "glimpse_requests_total did not increase in Prometheus")
+        XCTAssertNotNil(second, "glimpse_requests_total did not increase in Prometheus" + log())
         XCTAssertGreaterThanOrEqual(second ?? 0, first + 5)
-        XCTAssertNotNil(waitFor("sum(glimpse_energy_joules_total)", above: energy1), "energy counter did not increase")
+        XCTAssertNotNil(waitFor("sum(glimpse_energy_joules_total)", above: energy1), "energy counter did not increase" + log())
     }
 }

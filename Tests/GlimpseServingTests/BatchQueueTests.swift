@@ -1,16 +1,20 @@
 import Foundation
 import GlimpseEngine
 import GlimpseTensor
+import GlimpseTestSupport
 import XCTest
 
 @testable import GlimpseServing
 
-/// A model that sums each item and can be held mid-batch, to test the queue's hand-offs.
+/// A model that sums each item and can be held mid-batch, to test the queue's hand-offs. A batch the
+/// test never releases fails after `releaseTimeout` seconds, so a test that stops early cannot leave a
+/// worker blocked for good.
 final class GateModel: BatchModel, @unchecked Sendable {
     let name = "gate"
     let inputs = [TensorSpec(name: "x", shape: [-1, 4], dtype: .float32)]
     let entered = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
+    let releaseTimeout: Double = 120
     private let lock = NSLock()
     private(set) var batchSizes: [Int] = []
 
@@ -23,7 +27,7 @@ final class GateModel: BatchModel, @unchecked Sendable {
         let x = inputs[0]
         lock.lock(); batchSizes.append(x.shape[0]); parallelFlags.append(parallel); lock.unlock()
         entered.signal()
-        release.wait()
+        try release.wait(for: "the test to release a batch of \(x.shape[0])", timeout: releaseTimeout)
         let n = x.shape[0]
         let out = Tensor(shape: [n, 1])
         let v = x.floats()
@@ -38,7 +42,7 @@ final class BatchQueueTests: XCTestCase {
     /// Submits one item, lets the model's batch through as soon as it has entered, and checks the sum.
     func runReleased(_ value: Float, through queue: BatchQueue, model: GateModel) async throws {
         let t = Task { try await queue.submit(self.item(value)) }
-        model.entered.wait()
+        try model.entered.wait(for: "the batch of \(value) to enter the model", timeout: 30)
         model.release.signal()
         let scores = try await t.value.scores
         XCTAssertEqual(scores, [value * 4])
@@ -49,9 +53,9 @@ final class BatchQueueTests: XCTestCase {
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 8, maxQueueDelayNanos: 0, delayPolicy: .fixed), workers: 1)
         defer { queue.shutdown() }
         let first = Task { try await queue.submit(item(1)) }
-        model.entered.wait()  // the first batch (of 1) is running
+        try model.entered.wait(for: "the first batch to enter the model", timeout: 30)  // the first batch (of 1) is running
         let rest = (2...5).map { v in Task { try await queue.submit(self.item(Float(v))) } }
-        while queue.queueLength < 4 { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await waitUntil("4 requests queued", timeout: 30) { queue.queueLength >= 4 }
         for _ in 0..<2 { model.release.signal() }
         let r1 = try await first.value
         XCTAssertEqual(r1.scores, [4])
@@ -76,7 +80,7 @@ final class BatchQueueTests: XCTestCase {
         func runB(_ value: Float) async throws { try await runReleased(value, through: qb, model: b) }
         try await runB(1)  // alone: all threads
         let held = Task { try await qa.submit(self.item(2)) }
-        a.entered.wait()  // A's batch is running
+        try a.entered.wait(for: "A's batch to enter the model", timeout: 30)  // A's batch is running
         XCTAssertEqual(occupancy.count, 1)
         try await runB(3)  // beside A's batch: its own thread only
         a.release.signal()
@@ -141,9 +145,9 @@ final class BatchQueueTests: XCTestCase {
         let model = GateModel()
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, delayPolicy: .fixed), workers: 1)
         let running = Task { try await queue.submit(item(1)) }
-        model.entered.wait()
+        try model.entered.wait(for: "the first batch to enter the model", timeout: 30)
         let waiting = (0..<3).map { _ in Task { try await queue.submit(self.item(2)) } }
-        while queue.queueLength < 3 { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await waitUntil("3 requests queued", timeout: 30) { queue.queueLength >= 3 }
         queue.close(failingWaiting: .modelUnavailable("unloaded"))
         for t in waiting {
             do {
@@ -168,9 +172,9 @@ final class BatchQueueTests: XCTestCase {
         let model = GateModel()
         let queue = try BatchQueue(model: model, configuration: .init(maxBatchSize: 1, maxQueueDelayNanos: 0, maxQueueLength: 2, delayPolicy: .fixed), workers: 1)
         let running = Task { try await queue.submit(item(1)) }
-        model.entered.wait()
+        try model.entered.wait(for: "the first batch to enter the model", timeout: 30)
         let waiting = (0..<2).map { _ in Task { try await queue.submit(self.item(1)) } }
-        while queue.queueLength < 2 { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await waitUntil("2 requests queued", timeout: 30) { queue.queueLength >= 2 }
         do {
             _ = try await queue.submit(item(1))
             XCTFail("expected queue_full")

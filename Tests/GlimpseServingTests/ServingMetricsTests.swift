@@ -1,5 +1,6 @@
 import Foundation
 import GlimpseTensor
+import GlimpseTestSupport
 import MetricsTestKit
 import XCTest
 
@@ -26,7 +27,7 @@ final class ServingMetricsTests: XCTestCase {
                                    workers: 1, metrics: ServingMetrics(MetricHandles(factory: metrics)))
         defer { queue.shutdown() }
         let first = Task { try await queue.submit(item(1)) }
-        model.entered.wait()  // the first batch (of 1) is running; the next requests wait
+        try model.entered.wait(for: "the first batch to enter the model", timeout: 30)  // the first batch (of 1) is running; the next requests wait
         var rest: [Task<BatchItemResult, any Error>] = []
         for v in 2...5 {
             rest.append(Task { try await queue.submit(self.item(Float(v))) })

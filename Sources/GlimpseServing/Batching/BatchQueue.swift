@@ -256,19 +256,12 @@ final class BatchQueue: @unchecked Sendable {
     /// once with `CancellationError` and never runs; one already in a running batch finishes with it,
     /// and the caller drops the result.
     private func enqueue(_ input: Tensor, deadline: UInt64?) async throws -> BatchItemResult {
-        let id = allocateID()
+        let id = condition.withLock { nextID += 1; return nextID }
         return try await withTaskCancellationHandler {
             try await enqueue(input, id: id, deadline: deadline)
         } onCancel: {
             cancelWaiting(id: id)
         }
-    }
-
-    private func allocateID() -> UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
-        nextID += 1
-        return nextID
     }
 
     /// Takes request `id` out of the queue if it is still waiting there, answering it with `CancellationError`.
