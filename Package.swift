@@ -190,7 +190,7 @@ let package = Package(
         .testTarget(name: "GlimpseEngineTests", dependencies: ["GlimpseEngine", "GlimpseKernels", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseONNXTests", dependencies: ["GlimpseONNX", "GlimpseEngine", "GlimpseTensor", "GlimpseImage", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseImageTests", dependencies: ["GlimpseImage", "GlimpseTensor", "GlimpseTestSupport"], swiftSettings: cpuSettings),
-        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseONNX", "GlimpseTensor", "GlimpseTestSupport", metricsTestKit], swiftSettings: cpuSettings),
+        .testTarget(name: "GlimpseServingTests", dependencies: ["GlimpseServing", "GlimpseEngine", "GlimpseKernels", "GlimpseONNX", "GlimpseTensor", "GlimpseTestSupport", metricsTestKit], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseModelToolsTests", dependencies: ["GlimpseModelTools", "GlimpseServing", "GlimpseImage", "GlimpseONNX", "GlimpseQuantize", "GlimpseTensor", "GlimpseTestSupport", hummingbird, logging], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseTrainingTests", dependencies: ["GlimpseTraining", "GlimpseTestSupport"], swiftSettings: cpuSettings),
         .testTarget(name: "GlimpseRPCTests", dependencies: ["GlimpseImage", "GlimpseRPC", "GlimpseServing"], swiftSettings: cpuSettings),

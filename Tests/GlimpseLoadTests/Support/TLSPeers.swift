@@ -40,16 +40,11 @@ final class TLSPeers {
     func makeCertificate(named name: String, altNames: String) throws -> (certificate: String, key: String) {
         let certificate = directory.appendingPathComponent("\(name).pem").path
         let key = directory.appendingPathComponent("\(name)-key.pem").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try TLSPeers.tool("openssl", package: "openssl"))
-        process.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                             "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=glimpse-load test",
-                             "-addext", "subjectAltName=\(altNames)"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw PeerError("openssl req failed (status \(process.terminationStatus))") }
+        let result = try ChildProcess.run(try TLSPeers.tool("openssl", package: "openssl"),
+                                          ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                           "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=glimpse-load test",
+                                           "-addext", "subjectAltName=\(altNames)"], timeLimit: 120)
+        guard result.status == 0 else { throw PeerError("openssl req failed (status \(result.status)): \(result.stderr)") }
         return (certificate, key)
     }
 
