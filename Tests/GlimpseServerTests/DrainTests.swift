@@ -36,8 +36,16 @@ final class DrainTests: XCTestCase {
             let signalled = Date()
             // A draining server takes no new work: a new connection is refused or told it is not ready.
             try? await Task.sleep(nanoseconds: 50_000_000)
-            let probe = try? ExternalClient.curl(server.base + "/readyz", http2: false)
-            XCTAssertNotEqual(probe?.status, 200, "/readyz must not report ready while draining")
+            // Either outcome is named: a reply must be 503; a failure must be curl's "could not connect"
+            // (exit 7, the listener is closed), not a timeout, a reset or a missing curl.
+            do {
+                let probe = try ExternalClient.curl(server.base + "/readyz", http2: false, extra: ["--max-time", "10"])
+                XCTAssertEqual(probe.status, 503, "/readyz must answer 503 while draining")
+            } catch let failure as ExternalClient.ClientError {
+                XCTAssertEqual(failure.status, 7, "a probe that gets no answer must be refused the connection: \(failure)")
+            } catch {
+                XCTFail("the /readyz probe failed unexpectedly: \(error)")
+            }
             var out: [Result<H2Response, any Error>] = []
             var afterSignal = 0
             for await r in group {

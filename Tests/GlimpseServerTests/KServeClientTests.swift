@@ -8,17 +8,24 @@ import XCTest
 /// `scripts/setup.sh --test`), over HTTP/1.1 and over h2c. Its answers are compared with `classify`'s.
 final class KServeClientTests: XCTestCase {
     nonisolated(unsafe) static var server: GlimpseProcess?
+    /// Why the server did not start (GlimpseProcess's error carries its log), thrown by each test.
+    nonisolated(unsafe) static var startError: (any Error)?
     static let model = "squeezenet1.1"
     static let photo = "images/imagenet/dog_torchserve.jpg"
 
     override class func setUp() {
         super.setUp()
-        server = try? GlimpseProcess(arguments: ["--models", (try? TestServer.modelFolder()) ?? ""])
+        do {
+            server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder()])
+        } catch {
+            startError = error
+        }
     }
 
     override class func tearDown() {
         server?.stop()
         server = nil
+        startError = nil
         super.tearDown()
     }
 
@@ -35,7 +42,7 @@ final class KServeClientTests: XCTestCase {
     /// Health, readiness, metadata, a base64 BYTES image in JSON with and without the classification
     /// extension, the same image with the binary data extension, and a 404 for an unknown model.
     func check(transport: String, version: String) throws {
-        guard let server = Self.server else { throw TestServerError(description: "the glimpse executable did not start") }
+        guard let server = Self.server else { throw Self.startError ?? TestServerError(description: "the glimpse executable did not start") }
         let python = SharedData.repoRoot.appendingPathComponent(".build/kserve-venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
             return XCTFail("kserve is not installed: run scripts/setup.sh --test (it makes .build/kserve-venv)")

@@ -16,6 +16,22 @@ final class LoadGeneratorLiveTests: XCTestCase {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `body` (a `run`) fails: glimpse-load exits non-zero and its stderr contains every fragment of
+    /// `naming`, so a failure for another reason (a crash, a bad flag, a refused connection) does not pass.
+    func assertFails(_ body: @autoclosure () throws -> String, naming fragments: [String],
+                     file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try body(), file: file, line: line) { error in
+            guard let failure = error as? ExternalClient.ClientError, let status = failure.status else {
+                return XCTFail("glimpse-load did not run to a failing exit: \(error)", file: file, line: line)
+            }
+            XCTAssertNotEqual(status, 0, file: file, line: line)
+            for fragment in fragments {
+                XCTAssertTrue(failure.stderr.contains(fragment), "glimpse-load's stderr lacks \"\(fragment)\": \(failure.stderr)",
+                              file: file, line: line)
+            }
+        }
+    }
+
     func digitsFolder() throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("glimpse-load-digits-\(getpid())")
         try? FileManager.default.removeItem(at: dir)
@@ -88,8 +104,9 @@ final class LoadGeneratorLiveTests: XCTestCase {
         XCTAssertEqual(r["variants"]?["mnist-8"].flatMap { $0.intValue }, r["succeeded"]?.intValue)
 
         // Without trusting the test certificate the run fails, naming certificate verification.
-        XCTAssertThrowsError(try run(["--host", "127.0.0.1", "--port", String(server.port), "--tls", "--images", try digitsFolder(),
-                                      "--model", "mnist-8", "--duration", "0.5", "--max-requests", "10"]))
+        assertFails(try run(["--host", "127.0.0.1", "--port", String(server.port), "--tls", "--images", try digitsFolder(),
+                             "--model", "mnist-8", "--duration", "0.5", "--max-requests", "10"]),
+                    naming: ["TLS handshake", "certificate verification failed"])
     }
 
     /// `--protocol v2`: Open Inference Protocol infer requests (binary data extension, classification
@@ -108,7 +125,8 @@ final class LoadGeneratorLiveTests: XCTestCase {
         XCTAssertEqual(r["variants"]?["mnist-8"].flatMap { $0.intValue }, r["succeeded"]?.intValue, "v2 answers name the model that served")
 
         // A model the server does not have: its metadata cannot be read, and glimpse-load says so before sending.
-        XCTAssertThrowsError(try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "no-such-model",
-                                      "--protocol", "v2", "--duration", "0.5", "--max-requests", "10"]))
+        assertFails(try run(["--port", String(server.port), "--images", try digitsFolder(), "--model", "no-such-model",
+                             "--protocol", "v2", "--duration", "0.5", "--max-requests", "10"]),
+                    naming: ["GET /v2/models/no-such-model answered 404", "no loaded model"])
     }
 }

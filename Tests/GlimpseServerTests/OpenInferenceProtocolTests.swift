@@ -11,22 +11,29 @@ import XCTest
 /// `classify` says of the same photo.
 final class OpenInferenceProtocolTests: XCTestCase {
     nonisolated(unsafe) static var server: GlimpseProcess?
+    /// Why the server did not start (GlimpseProcess's error carries its log), thrown by each test.
+    nonisolated(unsafe) static var startError: (any Error)?
     static let model = "squeezenet1.1"
     static let photo = "images/imagenet/dog_torchserve.jpg"
 
     override class func setUp() {
         super.setUp()
-        server = try? GlimpseProcess(arguments: ["--models", (try? TestServer.modelFolder()) ?? ""])
+        do {
+            server = try GlimpseProcess(arguments: ["--models", try TestServer.modelFolder()])
+        } catch {
+            startError = error
+        }
     }
 
     override class func tearDown() {
         server?.stop()
         server = nil
+        startError = nil
         super.tearDown()
     }
 
     func live() throws -> GlimpseProcess {
-        guard let server = Self.server else { throw TestServerError(description: "the glimpse executable did not start") }
+        guard let server = Self.server else { throw Self.startError ?? TestServerError(description: "the glimpse executable did not start") }
         return server
     }
 

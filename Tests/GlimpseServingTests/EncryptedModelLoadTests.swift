@@ -106,13 +106,17 @@ final class EncryptedModelLoadTests: XCTestCase {
         let still = try await EncryptedModelFixture.scores(service, model: "digits")
         XCTAssertEqual(still, before)
 
-        // Truncated, then under an unknown key: refused the same way.
+        // Truncated, then under an unknown key: refused the same way (the model is unavailable, naming
+        // the file). One byte short still has a whole header, so the shortened tag fails authentication;
+        // a key id the service's keyring lacks is named as such before any decryption.
         try Data(sealed.prefix(sealed.count - 1)).write(to: fixture.folder.appending("digits.onnx.enc"))
-        await XCTAssertThrowsErrorAsync(try await service.load(named: "digits", directory: fixture.path))
+        await assertModelUnavailable(try await service.load(named: "digits", directory: fixture.path),
+                                     naming: ["digits.onnx.enc", "authentication failed"])
         var other = ModelKeyring()
         try other.add(id: "elsewhere", key: [UInt8](repeating: 5, count: 32))
         try fixture.writeEncrypted(as: "digits", keyID: "elsewhere", keyring: other, version: "2")
-        await XCTAssertThrowsErrorAsync(try await service.load(named: "digits", directory: fixture.path))
+        await assertModelUnavailable(try await service.load(named: "digits", directory: fixture.path),
+                                     naming: ["digits.onnx.enc", "no key with id \"elsewhere\""])
         XCTAssertEqual(service.registry.model(named: "digits")?.metadata.version, "1")
 
         try fixture.writeEncrypted(as: "digits", keyID: "old", version: "2")
@@ -127,4 +131,22 @@ func XCTAssertThrowsErrorAsync<T>(_ body: @autoclosure () async throws -> T, fil
         _ = try await body()
         XCTFail("no error thrown", file: file, line: line)
     } catch {}
+}
+
+/// `body` fails with `ServingError.modelUnavailable` whose message contains every fragment of `naming`.
+func assertModelUnavailable<T>(_ body: @autoclosure () async throws -> T, naming fragments: [String],
+                               file: StaticString = #filePath, line: UInt = #line) async {
+    do {
+        _ = try await body()
+        XCTFail("no error thrown", file: file, line: line)
+    } catch let error as ServingError {
+        guard case .modelUnavailable(let message) = error else {
+            return XCTFail("expected modelUnavailable, got \(error)", file: file, line: line)
+        }
+        for fragment in fragments {
+            XCTAssertTrue(message.contains(fragment), "\"\(message)\" does not contain \"\(fragment)\"", file: file, line: line)
+        }
+    } catch {
+        XCTFail("expected ServingError.modelUnavailable, got \(type(of: error)): \(error)", file: file, line: line)
+    }
 }

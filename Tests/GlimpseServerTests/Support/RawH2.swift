@@ -17,6 +17,9 @@ final class RawH2 {
 
     let fd: Int32
     private var inbox: [UInt8] = []
+    /// Bytes the kernel accepted from `send` so far (the preface included), so a test can tell an
+    /// attack that was sent, even in part, from one that never left the client.
+    private(set) var bytesSent = 0
 
     init(port: Int, settings: [(UInt16, UInt32)] = []) throws {
         fd = try connectLoopbackSocket(port: port)
@@ -91,6 +94,7 @@ final class RawH2 {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard n > 0 else { throw TestServerError(description: "send failed (connection closed by the server?)") }
             offset += n
+            bytesSent += n
         }
     }
 
