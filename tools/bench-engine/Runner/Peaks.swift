@@ -13,6 +13,17 @@ func now() -> Double {
 /// FMA ports with 4- or 5-cycle latency, within AVX2's 16 registers), for about 0.3 s. The "% of peak"
 /// column divides by this times the thread count, so it follows the machine the benchmark runs on.
 /// (Sixteen zmm chains on an AVX2 machine are 32 ymm ones and spill: they read a third of its peak.)
+/// The best rate of three timed runs of `run`, which does `operations` operations, in G per second.
+func bestOfThree(operations: Double, _ run: () -> Void) -> Double {
+    var best = 0.0
+    for _ in 0..<3 {
+        let t0 = now()
+        run()
+        best = max(best, operations / (now() - t0) / 1e9)
+    }
+    return best
+}
+
 func measurePeakPerCore() -> Double {
     KernelDispatch.usesAVX512 ? measurePeakZMM() : measurePeakYMM()
 }
@@ -20,10 +31,8 @@ func measurePeakPerCore() -> Double {
 func measurePeakYMM() -> Double {
     var acc = (0..<12).map { SIMD8<Float>(repeating: Float($0) * 1e-3) }
     let m = SIMD8<Float>(repeating: 0.999_999), a = SIMD8<Float>(repeating: 1e-7)
-    var best = 0.0
-    for _ in 0..<3 {
-        let steps = 4_000_000
-        let t0 = now()
+    let steps = 4_000_000
+    let best = bestOfThree(operations: Double(steps) * 12 * 8 * 2) {
         acc.withUnsafeMutableBufferPointer { v in
             var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
             var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11]
@@ -34,8 +43,6 @@ func measurePeakYMM() -> Double {
             }
             v[0] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11
         }
-        let dt = now() - t0
-        best = max(best, Double(steps) * 12 * 8 * 2 / dt / 1e9)
     }
     if acc[0].sum() == .infinity { print("") }  // keeps the loop's result alive
     return best
@@ -44,10 +51,8 @@ func measurePeakYMM() -> Double {
 func measurePeakZMM() -> Double {
     var acc = (0..<16).map { SIMD16<Float>(repeating: Float($0) * 1e-3) }
     let m = SIMD16<Float>(repeating: 0.999_999), a = SIMD16<Float>(repeating: 1e-7)
-    var best = 0.0
-    for _ in 0..<3 {
-        let steps = 2_000_000
-        let t0 = now()
+    let steps = 2_000_000
+    let best = bestOfThree(operations: Double(steps) * 16 * 16 * 2) {
         acc.withUnsafeMutableBufferPointer { v in
             var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
             var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11], x12 = v[12], x13 = v[13], x14 = v[14], x15 = v[15]
@@ -59,8 +64,6 @@ func measurePeakZMM() -> Double {
             }
             v[0] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11 + x12 + x13 + x14 + x15
         }
-        let dt = now() - t0
-        best = max(best, Double(steps) * 16 * 16 * 2 / dt / 1e9)
     }
     if acc[0].sum() == .infinity { print("") }  // keeps the loop's result alive
     return best
@@ -72,10 +75,8 @@ func measurePeakZMM() -> Double {
 func measureInt8PeakPerCore() -> Double {
     var acc = [SIMD16<Int32>](repeating: SIMD16<Int32>(), count: 16)
     let u = SIMD16<Int32>(repeating: 0x0102_0304), s = SIMD16<Int32>(repeating: 0x0101_0101)
-    var best = 0.0
-    for _ in 0..<3 {
-        let steps = 1_000_000
-        let t0 = now()
+    let steps = 1_000_000
+    let best = bestOfThree(operations: Double(steps) * 16 * 64 * 2) {
         acc.withUnsafeMutableBufferPointer { v in
             var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
             var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11], x12 = v[12], x13 = v[13], x14 = v[14], x15 = v[15]
@@ -87,8 +88,6 @@ func measureInt8PeakPerCore() -> Double {
             }
             v[0] = x0 &+ x1 &+ x2 &+ x3 &+ x4 &+ x5 &+ x6 &+ x7 &+ x8 &+ x9 &+ x10 &+ x11 &+ x12 &+ x13 &+ x14 &+ x15
         }
-        let dt = now() - t0
-        best = max(best, Double(steps) * 16 * 64 * 2 / dt / 1e9)
     }
     if acc[0].wrappedSum() == 42 { print("") }  // keeps the loop's result alive
     return best
@@ -101,10 +100,8 @@ func measureInt8PeakAVX2() -> Double {
     let s = SIMD16<Int16>(repeating: -2)
     // Each product reads its own chain's sum, so nothing in the loop is invariant.
     @inline(__always) func w(_ x: SIMD8<Int32>) -> SIMD16<Int16> { unsafeBitCast(x, to: SIMD16<Int16>.self) }
-    var best = 0.0
-    for _ in 0..<3 {
-        let steps = 2_000_000
-        let t0 = now()
+    let steps = 2_000_000
+    let best = bestOfThree(operations: Double(steps) * 12 * 16 * 2) {
         acc.withUnsafeMutableBufferPointer { v in
             var x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3], x4 = v[4], x5 = v[5], x6 = v[6], x7 = v[7]
             var x8 = v[8], x9 = v[9], x10 = v[10], x11 = v[11]
@@ -115,8 +112,6 @@ func measureInt8PeakAVX2() -> Double {
             }
             v[0] = x0 &+ x1 &+ x2 &+ x3 &+ x4 &+ x5 &+ x6 &+ x7 &+ x8 &+ x9 &+ x10 &+ x11
         }
-        let dt = now() - t0
-        best = max(best, Double(steps) * 12 * 16 * 2 / dt / 1e9)
     }
     if acc[0].wrappedSum() == 42 { print("") }  // keeps the loop's result alive
     return best
